@@ -1,0 +1,58 @@
+"""vtt-sync's rules engine: a pure core.
+
+    outcome = apply(room, op, args, actor, dice)
+
+takes a room's state (`Room`), one command (an op name and its args map), the
+acting user (`Actor`) and a dice source, and returns the new state, the
+ordered events for the table's log and the command's result. It never
+mutates its input: a refused command raises a `Refused` (carrying one of
+PROTOCOL.md's error codes) and the caller still holds the unchanged state.
+No asyncio, no I/O, no clock, no global random.
+"""
+
+from rules.dice import Dice, ScriptedDice, SeededDice, ServerDice
+from rules.engine import (
+    ADMIN_OPS,
+    LOG_OPS,
+    OPS,
+    USER_OPS,
+    Actor,
+    Outcome,
+    apply,
+    authorize_undo,
+    new_room,
+)
+from rules.errors import Conflict, Forbidden, InvalidArgs, NotFound, Refused, RuleBroken, UnknownOp
+from rules.invariants import violations
+from rules.model import Character, Room, from_dict, to_dict
+from rules.patch import apply_ops, diff
+
+__all__ = [
+    "ADMIN_OPS",
+    "LOG_OPS",
+    "OPS",
+    "USER_OPS",
+    "Actor",
+    "Character",
+    "Conflict",
+    "Dice",
+    "Forbidden",
+    "InvalidArgs",
+    "NotFound",
+    "Outcome",
+    "Refused",
+    "Room",
+    "RuleBroken",
+    "ScriptedDice",
+    "SeededDice",
+    "ServerDice",
+    "UnknownOp",
+    "apply",
+    "apply_ops",
+    "authorize_undo",
+    "diff",
+    "from_dict",
+    "new_room",
+    "to_dict",
+    "violations",
+]

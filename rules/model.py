@@ -1,0 +1,256 @@
+"""The model: a room's state as attrs classes, and its plain-dict form.
+
+The dict form (`to_dict` / `from_dict`) is exactly PROTOCOL.md's State
+section plus the few fields the rules must remember (marked "memory" below):
+the server diffs it, stores it and sends it, and clients mirror it. Derived
+values (`mods`, the effective `pe_max`) are written into the dict so that
+every client shows the same numbers, and are recomputed, never read, by
+`from_dict`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+ABILITIES = ("str", "dex", "con", "int", "wis", "cha")
+CONDITIONS = ("conscious", "dying", "stable", "dead")
+ROLES = ("gm", "player", "observer")
+REST_KINDS = ("short", "night", "bed")
+
+HOUR = 3600
+DEFAULT_ROUND_SECONDS = 6  # RULES.md: a round lasts 6 s of world time by default
+
+
+def ability_mod(score: int, damage: int) -> int:
+    """A1: (score - 10) // 2 - damage // 2."""
+    return (score - 10) // 2 - damage // 2
+
+
+@attrs.define
+class Activity:
+    """A rest in progress (R1-R3): what kind, and the world second it completes."""
+
+    kind: str
+    ends: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "ends": self.ends}
+
+
+@attrs.define
+class Character:
+    id: str
+    seq: int
+    name: str
+    owner: str | None
+    level: int
+    pv: int
+    pv_max: int
+    pe: int
+    pe_max_base: int
+    pp: int
+    pp_max: int
+    abilities: dict[str, int]
+    ability_damage: dict[str, int]
+    medicine: int
+    condition: str = "conscious"
+    nonlethal: bool = False
+    stable_since: int | None = None
+    stability_checks: int = 0
+    healer: str | None = None
+    activity: Activity | None = None
+    regained_this_turn: bool = False
+    # memory: the world second of the next out-of-combat PP loss (D5); None
+    # while not dying, or while dying inside a running combat's order.
+    dying_next: int | None = None
+    # memory: started dying during its own current turn, so that turn's end
+    # costs no PP (D5 ruling).
+    dying_fresh: bool = False
+    # memory: the world second from which the S3/S4 allowance counts a full
+    # round outside combat (S4); None when the allowance is unused or runs
+    # on turns.
+    regained_at: int | None = None
+
+    def mod(self, ability: str) -> int:
+        return ability_mod(self.abilities[ability], self.ability_damage[ability])
+
+    @property
+    def con_mod_lost(self) -> int:
+        """A2: points of Constitution modifier lost to Constitution damage."""
+        return self.ability_damage["con"] // 2
+
+    @property
+    def pe_max(self) -> int:
+        """A2: the sheet's pe_max less `level` per point of Con modifier lost."""
+        return max(0, self.pe_max_base - self.level * self.con_mod_lost)
+
+    def copy(self) -> Character:
+        return attrs.evolve(
+            self,
+            abilities=dict(self.abilities),
+            ability_damage=dict(self.ability_damage),
+            activity=None if self.activity is None else Activity(self.activity.kind, self.activity.ends),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "name": self.name,
+            "owner": self.owner,
+            "level": self.level,
+            "pv": self.pv,
+            "pv_max": self.pv_max,
+            "pe": self.pe,
+            "pe_max": self.pe_max,
+            "pp": self.pp,
+            "pp_max": self.pp_max,
+            "pe_max_base": self.pe_max_base,
+            "abilities": dict(self.abilities),
+            "ability_damage": dict(self.ability_damage),
+            "mods": {a: self.mod(a) for a in ABILITIES},
+            "medicine": self.medicine,
+            "condition": self.condition,
+            "nonlethal": self.nonlethal,
+            "stable_since": self.stable_since,
+            "stability_checks": self.stability_checks,
+            "healer": self.healer,
+            "activity": None if self.activity is None else self.activity.to_dict(),
+            "regained_this_turn": self.regained_this_turn,
+            "dying_next": self.dying_next,
+            "dying_fresh": self.dying_fresh,
+            "regained_at": self.regained_at,
+        }
+
+    @classmethod
+    def from_dict(cls, cid: str, d: dict[str, Any]) -> Character:
+        act = d.get("activity")
+        return cls(
+            id=cid,
+            seq=d["seq"],
+            name=d["name"],
+            owner=d.get("owner"),
+            level=d["level"],
+            pv=d["pv"],
+            pv_max=d["pv_max"],
+            pe=d["pe"],
+            pe_max_base=d.get("pe_max_base", d["pe_max"]),
+            pp=d["pp"],
+            pp_max=d["pp_max"],
+            abilities=dict(d["abilities"]),
+            ability_damage=dict(d.get("ability_damage") or dict.fromkeys(ABILITIES, 0)),
+            medicine=d["medicine"],
+            condition=d.get("condition", "conscious"),
+            nonlethal=d.get("nonlethal", False),
+            stable_since=d.get("stable_since"),
+            stability_checks=d.get("stability_checks", 0),
+            healer=d.get("healer"),
+            activity=None if act is None else Activity(act["kind"], act["ends"]),
+            regained_this_turn=d.get("regained_this_turn", False),
+            dying_next=d.get("dying_next"),
+            dying_fresh=d.get("dying_fresh", False),
+            regained_at=d.get("regained_at"),
+        )
+
+
+@attrs.define
+class Combat:
+    order: list[str]
+    turn: int = 0
+    round: int = 1
+
+    @property
+    def current(self) -> str:
+        return self.order[self.turn]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"order": list(self.order), "turn": self.turn, "round": self.round}
+
+
+@attrs.define
+class User:
+    name: str
+    role: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "role": self.role}
+
+
+@attrs.define
+class Room:
+    room: str
+    name: str
+    clock: int = 0
+    round_seconds: int = DEFAULT_ROUND_SECONDS
+    combat: Combat | None = None
+    queued_rolls: list[int] = attrs.Factory(list)
+    users: dict[str, User] = attrs.Factory(dict)
+    characters: dict[str, Character] = attrs.Factory(dict)
+    # memory: counters for the next character seq and user id, so ids are
+    # never reused within a room (a reused id would confuse retries and logs).
+    next_seq: int = 1
+    next_user: int = 1
+
+    def copy(self) -> Room:
+        """A copy that the engine may change freely: characters are copied
+        one by one (cheap attrs objects), users and combat too."""
+        return attrs.evolve(
+            self,
+            combat=None
+            if self.combat is None
+            else Combat(list(self.combat.order), self.combat.turn, self.combat.round),
+            queued_rolls=list(self.queued_rolls),
+            users={uid: User(u.name, u.role) for uid, u in self.users.items()},
+            characters={cid: c.copy() for cid, c in self.characters.items()},
+        )
+
+    def in_combat(self, cid: str) -> bool:
+        """Is this character in the running combat's order?"""
+        return self.combat is not None and cid in self.combat.order
+
+    def ordered(self) -> list[Character]:
+        """Characters in character order (seq), which breaks every tie."""
+        return sorted(self.characters.values(), key=lambda c: c.seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "room": self.room,
+            "name": self.name,
+            "clock": self.clock,
+            "round_seconds": self.round_seconds,
+            "combat": None if self.combat is None else self.combat.to_dict(),
+            "queued_rolls": list(self.queued_rolls),
+            "users": {uid: u.to_dict() for uid, u in self.users.items()},
+            "characters": {cid: c.to_dict() for cid, c in self.characters.items()},
+            "next_seq": self.next_seq,
+            "next_user": self.next_user,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Room:
+        combat = d.get("combat")
+        return cls(
+            room=d["room"],
+            name=d["name"],
+            clock=d.get("clock", 0),
+            round_seconds=d.get("round_seconds", DEFAULT_ROUND_SECONDS),
+            combat=None
+            if combat is None
+            else Combat(list(combat["order"]), combat["turn"], combat["round"]),
+            queued_rolls=list(d.get("queued_rolls", [])),
+            users={uid: User(u["name"], u["role"]) for uid, u in d.get("users", {}).items()},
+            characters={
+                cid: Character.from_dict(cid, c) for cid, c in d.get("characters", {}).items()
+            },
+            next_seq=d.get("next_seq", 1),
+            next_user=d.get("next_user", 1),
+        )
+
+
+def to_dict(room: Room) -> dict[str, Any]:
+    return room.to_dict()
+
+
+def from_dict(d: dict[str, Any]) -> Room:
+    return Room.from_dict(d)

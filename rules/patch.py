@@ -1,0 +1,57 @@
+"""Patches: the change vocabulary of the state dict (PROTOCOL.md, Patches).
+
+`diff(old, new)` gives the ops that turn `old` into `new`; `apply_ops(state,
+ops)` replays them. Pure functions over plain dicts: the server diffs, the
+clients mirror, and undo applies inverse ops, all with these two.
+Maps are diffed key by key; lists and scalars are replaced whole.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+Op = list[Any]
+
+
+def diff(old: dict[str, Any], new: dict[str, Any], path: tuple[str, ...] = ()) -> list[Op]:
+    """Ops turning `old` into `new` (maps recurse, everything else is set whole)."""
+    ops: list[Op] = []
+    _diff(old, new, list(path), ops)
+    return ops
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any], path: list[str], ops: list[Op]) -> None:
+    for key, value in new.items():
+        if key not in old:
+            ops.append(["set", [*path, key], value])
+            continue
+        before = old[key]
+        if before is value:
+            continue
+        if isinstance(value, dict) and isinstance(before, dict):
+            _diff(before, value, [*path, key], ops)
+        elif before != value or type(before) is not type(value):
+            ops.append(["set", [*path, key], value])
+    for key in old:
+        if key not in new:
+            ops.append(["del", [*path, key]])
+
+
+def apply_ops(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
+    """Apply `ops` to `state` in place and return it. Values are copied in,
+    so the caller's ops never alias the state."""
+    for op in ops:
+        kind, path = op[0], op[1]
+        if not path:
+            raise ValueError("an op needs a non-empty path")
+        target = state
+        for key in path[:-1]:
+            target = target[key]
+        if kind == "set":
+            target[path[-1]] = copy.deepcopy(op[2])
+        elif kind == "del":
+            del target[path[-1]]
+        else:
+            raise ValueError(f"unknown patch op {kind!r}")
+    return state
