@@ -91,7 +91,9 @@ class Character:
             self,
             abilities=dict(self.abilities),
             ability_damage=dict(self.ability_damage),
-            activity=None if self.activity is None else Activity(self.activity.kind, self.activity.ends),
+            activity=None
+            if self.activity is None
+            else Activity(self.activity.kind, self.activity.ends),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,186 @@
+"""Time and turns (T1, T2): the combat tracker and the world clock.
+
+`advance` is a discrete-event scheduler: it asks each character for the
+instant of its next timed rule (`TIMERS`), fires them in chronological order
+(ties: character order, then the order of `TIMERS`), and re-asks only the
+character that just changed. Its cost grows with the firings, never with the
+seconds crossed, and one jump equals many small steps for the same dice
+because every rule fires at its own instant.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+from rules.conditions import lose_pp
+from rules.context import Ctx
+from rules.errors import Conflict, RuleBroken
+from rules.model import Character, Combat, Room
+from rules.rest import complete_rest, end_rest
+from rules.stability import next_check, stability_check
+from rules.stabilizing import reset_allowance
+
+
+def _dying_due(room: Room, c: Character) -> int | None:
+    return c.dying_next if c.condition == "dying" else None
+
+
+def _fire_dying(ctx: Ctx, c: Character) -> None:
+    """D5 out of combat: 1 PP per full round of world time."""
+    assert c.dying_next is not None
+    nxt = c.dying_next + ctx.room.round_seconds
+    lose_pp(ctx, c, "dying")
+    if c.condition == "dying":
+        c.dying_next = nxt
+
+
+def _stability_due(room: Room, c: Character) -> int | None:
+    return next_check(c)
+
+
+def _rest_due(room: Room, c: Character) -> int | None:
+    return None if c.activity is None else c.activity.ends
+
+
+def _allowance_due(room: Room, c: Character) -> int | None:
+    if not c.regained_this_turn or c.regained_at is None:
+        return None
+    return c.regained_at + room.round_seconds
+
+
+# Tie order at one instant for one character (T2): dying loss, then the
+# stability check, then rest completion; the S4 allowance reset last.
+TIMERS: tuple[
+    tuple[str, Callable[[Room, Character], int | None], Callable[[Ctx, Character], None]], ...
+] = (
+    ("dying", _dying_due, _fire_dying),
+    ("stability", _stability_due, stability_check),
+    ("rest", _rest_due, complete_rest),
+    ("allowance", _allowance_due, lambda ctx, c: reset_allowance(c)),
+)
+
+
+def advance(ctx: Ctx, seconds: int) -> None:
+    """T2: move the clock forward, firing every timed rule inside the interval."""
+    room = ctx.room
+    start = room.clock
+    end = start + seconds
+    ctx.emit("clock", **{"from": start}, to=end)
+    heap: list[tuple[int, int, int, str]] = []
+
+    def schedule(c: Character) -> None:
+        for rank, (_, due, _) in enumerate(TIMERS):
+            t = due(room, c)
+            if t is not None and t <= end:
+                heapq.heappush(heap, (t, c.seq, rank, c.id))
+
+    for c in room.characters.values():
+        schedule(c)
+    while heap:
+        t, _, rank, cid = heapq.heappop(heap)
+        c = room.characters.get(cid)
+        _, due, fire = TIMERS[rank]
+        if c is None or due(room, c) != t:
+            continue  # stale: the character changed since this was scheduled
+        room.clock = max(room.clock, t)
+        ctx.at = room.clock
+        fire(ctx, c)
+        ctx.at = None
+        schedule(c)
+    room.clock = end
+
+
+def combat_start(ctx: Ctx, order: list[str]) -> None:
+    room = ctx.room
+    if room.combat is not None:
+        raise RuleBroken("a combat is already running; end it first")
+    if len(set(order)) != len(order):
+        raise RuleBroken("a character can appear only once in the combat order")
+    for cid in order:
+        c = ctx.char(cid)
+        if c.condition == "dead":
+            raise RuleBroken(f"{c.name} is dead and cannot join a combat (D6)")
+    room.combat = Combat(list(order), 0, 1)
+    for cid in order:
+        c = room.characters[cid]
+        end_rest(ctx, c, "combat")  # R4 / T1
+        c.dying_next = None  # D5: in combat, PP are lost at the end of own turns
+        c.regained_at = None  # S4: the allowance now resets on turns
+    ctx.emit("combat", outcome="start", order=list(order))
+    ctx.emit("turn", char=order[0], round=1, turn=0)
+
+
+def combat_end(ctx: Ctx) -> None:
+    room = ctx.room
+    if room.combat is None:
+        raise RuleBroken("no combat is running")
+    order = room.combat.order
+    room.combat = None
+    for cid in order:
+        c = room.characters[cid]
+        c.dying_fresh = False
+        if c.condition == "dying":
+            # D5: out of combat, full rounds count from the combat's end.
+            c.dying_next = room.clock + room.round_seconds
+        if c.regained_this_turn:
+            c.regained_at = room.clock
+    ctx.emit("combat", outcome="end")
+
+
+def end_turn(ctx: Ctx, cid: str, round_: int | None) -> None:
+    """T1: the current combatant's end-of-turn rules, then the next turn."""
+    room = ctx.room
+    combat = room.combat
+    if combat is None:
+        raise Conflict("no combat is running: that turn is already over")
+    if combat.current != cid or (round_ is not None and round_ != combat.round):
+        current = room.characters[combat.current]
+        raise Conflict(
+            f"it is {current.name}'s turn in round {combat.round}: that turn is already over"
+        )
+    c = room.characters[cid]
+    if c.condition == "dying":
+        if c.dying_fresh:
+            c.dying_fresh = False  # D5 ruling: not the turn it started dying
+        else:
+            lose_pp(ctx, c, "dying")
+    reset_allowance(c)  # S4
+    next_turn(ctx)
+
+
+def next_turn(ctx: Ctx) -> None:
+    """Pass the turn; after the last combatant a new round starts and world
+    time advances by one round, running T2."""
+    room = ctx.room
+    combat = room.combat
+    assert combat is not None
+    combat.turn += 1
+    if combat.turn >= len(combat.order):
+        combat.turn = 0
+        combat.round += 1
+        advance(ctx, room.round_seconds)
+    ctx.emit("turn", char=combat.current, round=combat.round, turn=combat.turn)
+
+
+def leave_combat(ctx: Ctx, cid: str) -> None:
+    """A removed character leaves the order; the turn stays with whoever now
+    stands at the current index. An empty order ends the combat."""
+    room = ctx.room
+    combat = room.combat
+    if combat is None or cid not in combat.order:
+        return
+    idx = combat.order.index(cid)
+    combat.order.remove(cid)
+    if not combat.order:
+        room.combat = None
+        ctx.emit("combat", outcome="end")
+        return
+    if idx < combat.turn:
+        combat.turn -= 1
+    elif idx == combat.turn:
+        if combat.turn >= len(combat.order):
+            combat.turn -= 1  # so that next_turn wraps to a new round
+            next_turn(ctx)
+        else:
+            ctx.emit("turn", char=combat.current, round=combat.round, turn=combat.turn)

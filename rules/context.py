@@ -1,0 +1,104 @@
+"""The working context of one command: a private copy of the room, the dice,
+the acting user and the events emitted so far.
+
+Handlers change `ctx.room` freely: it is a copy, so a `Refused` raised midway
+leaves the caller's state untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from rules.dice import Dice
+from rules.errors import NotFound
+from rules.model import Character, Room
+
+
+@attrs.frozen
+class Actor:
+    """Who sends the command: a user id and its role in the room
+    ("gm", "player" or "observer")."""
+
+    user: str
+    role: str
+
+    @property
+    def is_gm(self) -> bool:
+        return self.role == "gm"
+
+
+@attrs.define
+class Ctx:
+    room: Room
+    dice: Dice
+    actor: Actor
+    events: list[dict[str, Any]] = attrs.Factory(list)
+    result: dict[str, Any] = attrs.Factory(dict)
+    # While the scheduler fires a timed rule, the world second it fires at;
+    # its events carry it as `at` so the table's log can place them.
+    at: int | None = None
+
+    def char(self, cid: str) -> Character:
+        try:
+            return self.room.characters[cid]
+        except KeyError:
+            raise NotFound(f"no character {cid!r} in this room")
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        event = {"kind": kind, **fields}
+        if self.at is not None:
+            event["at"] = self.at
+        self.events.append(event)
+
+    def d20(self, roll: int | None = None) -> tuple[int, str]:
+        """X1: a natural d20 and where it came from: the GM's own die
+        (`roll`), the room's queue, else the server's dice."""
+        if roll is not None:
+            return roll, "gm"
+        if self.room.queued_rolls:
+            return self.room.queued_rolls.pop(0), "queued"
+        return self.dice.d20(), "server"
+
+    def check(
+        self,
+        char: Character,
+        check: str,
+        mod: int,
+        *,
+        dc: int | None,
+        bonus: int = 0,
+        roll: int | None = None,
+        floor: int | None = None,
+        outcome: Any = None,
+        **extra: Any,
+    ) -> int:
+        """Roll d20 + mod + bonus, emit the X2 roll event, return the total.
+
+        `outcome(total) -> str` names the result; without it the check is a
+        plain success/failure against `dc`. `floor` raises a low total (L4).
+        """
+        d20, source = self.d20(roll)
+        total = d20 + mod + bonus
+        if floor is not None and total < floor:
+            total = floor
+        if outcome is not None:
+            result = outcome(total)
+        else:
+            assert dc is not None
+            result = "success" if total >= dc else "failure"
+        self.emit(
+            "roll",
+            char=char.id,
+            check=check,
+            d20=d20,
+            mod=mod,
+            bonus=bonus,
+            total=total,
+            dc=dc,
+            outcome=result,
+            source=source,
+            **extra,
+        )
+        return total

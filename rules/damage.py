@@ -1,0 +1,41 @@
+"""Damage (D1-D5) and nonlethal damage (N1)."""
+
+from __future__ import annotations
+
+from rules.conditions import become, lose_pp
+from rules.context import Ctx
+from rules.model import Character
+from rules.rest import end_rest
+
+
+def damage(ctx: Ctx, c: Character, amount: int, nonlethal: bool, pv_only: bool) -> None:
+    """D1: PE first (unless `pv_only`), then PV, never below 0."""
+    if amount > 0:
+        end_rest(ctx, c, "damage")  # D4 / R4
+    pe_loss = 0 if pv_only else min(c.pe, amount)
+    c.pe -= pe_loss
+    to_pv = amount - pe_loss
+    pv_loss = min(c.pv, to_pv)
+    c.pv -= pv_loss
+    ctx.emit(
+        "damage",
+        char=c.id,
+        amount=amount,
+        pe=-pe_loss,
+        pv=-pv_loss,
+        nonlethal=nonlethal,
+    )
+    if to_pv <= 0:
+        return
+    if nonlethal:
+        if c.condition == "conscious" and c.pv == 0:
+            become(ctx, c, "stable", "nonlethal")  # N1
+            c.nonlethal = True
+        return  # N1: nonlethal damage reaching PV already at 0 changes nothing
+    if c.condition == "conscious":
+        if c.pv == 0:
+            become(ctx, c, "dying", "damage")  # D2
+    elif c.condition == "dying":
+        lose_pp(ctx, c, "damage")  # D3, then D5's death rule
+    elif c.condition == "stable":
+        become(ctx, c, "dying", "damage")  # D3: no PP cost, clock discarded

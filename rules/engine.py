@@ -1,0 +1,280 @@
+"""`apply`: one command against a room, as data.
+
+Each op is a row of `OPS`: its arguments (validate.py), who may send it, the
+arguments naming characters (checked to exist), and its handler. `apply`
+checks in PROTOCOL.md's order: unknown_op, invalid_args, not_found,
+forbidden, then the handler's own conflict and rule refusals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from rules import abilities, clock, roster, stability, stabilizing
+from rules.context import Actor, Ctx
+from rules.damage import damage
+from rules.dice import Dice
+from rules.errors import Forbidden, NotFound, RuleBroken, UnknownOp
+from rules.model import Room, User
+from rules.rest import end_rest, start_rest
+from rules.validate import (
+    ABILITY,
+    ABILITY_SCORES,
+    AMOUNT,
+    BOOL,
+    CORRECTIONS,
+    D20,
+    ID,
+    LEVEL,
+    NAME,
+    ORDER,
+    OWNER,
+    POOL,
+    PV_MAX,
+    REST,
+    ROLE,
+    ROLLS,
+    ROUND,
+    ROUND_SECONDS,
+    SECONDS,
+    SKILL,
+    Arg,
+    check_args,
+    optional,
+)
+
+__all__ = ["ADMIN_OPS", "LOG_OPS", "OPS", "USER_OPS", "Actor", "Outcome", "apply", "new_room"]
+
+# Roles (PROTOCOL.md, Operations): G the GM; O the GM or the owner of the
+# acting character (the `char` argument); UNTEND the GM or the owner of the
+# patient or of its healer.
+G, O, UNTEND = "G", "O", "UNTEND"
+
+
+@attrs.frozen
+class OpSpec:
+    args: dict[str, Arg]
+    role: str
+    handler: Callable[[Ctx, dict[str, Any]], None]
+    chars: tuple[str, ...] = ()  # arguments that name characters
+    # D6: may this op target a dead character (the `chars` arguments)?
+    on_dead: bool = False
+
+
+@attrs.frozen
+class Outcome:
+    room: Room
+    events: list[dict[str, Any]]
+    result: dict[str, Any]
+
+
+def _c(ctx: Ctx, a: dict[str, Any], key: str = "char"):
+    return ctx.room.characters[a[key]]
+
+
+OPS: dict[str, OpSpec] = {
+    "update_room": OpSpec(
+        {"name": optional(NAME), "round_seconds": optional(ROUND_SECONDS)},
+        G,
+        lambda ctx, a: roster.update_room(ctx, a["name"], a["round_seconds"]),
+    ),
+    "add_user": OpSpec(
+        {"name": Arg(NAME), "role": Arg(ROLE)},
+        G,
+        lambda ctx, a: roster.add_user(ctx, a["name"], a["role"]),
+    ),
+    "remove_user": OpSpec({"user": Arg(ID)}, G, lambda ctx, a: roster.remove_user(ctx, a["user"])),
+    "rotate_token": OpSpec(
+        {"user": Arg(ID)}, G, lambda ctx, a: roster.rotate_token(ctx, a["user"])
+    ),
+    "add_character": OpSpec(
+        {
+            "name": Arg(NAME),
+            "level": Arg(LEVEL),
+            "pv_max": Arg(PV_MAX),
+            "pe_max": Arg(POOL),
+            "pp_max": Arg(POOL),
+            "abilities": Arg(ABILITY_SCORES),
+            "medicine": Arg(SKILL),
+            "owner": optional(OWNER),
+            "id": optional(ID),
+            "pv": optional(POOL),
+            "pe": optional(POOL),
+            "pp": optional(POOL),
+        },
+        G,
+        roster.add_character,
+    ),
+    "update_character": OpSpec(
+        {"char": Arg(ID), "set": Arg(CORRECTIONS)},
+        G,
+        lambda ctx, a: roster.update_character(ctx, _c(ctx, a), a["set"]),
+        chars=("char",),
+        on_dead=True,
+    ),
+    "remove_character": OpSpec(
+        {"char": Arg(ID)},
+        G,
+        lambda ctx, a: roster.remove_character(ctx, _c(ctx, a)),
+        chars=("char",),
+        on_dead=True,
+    ),
+    "combat_start": OpSpec(
+        {"order": Arg(ORDER)}, G, lambda ctx, a: clock.combat_start(ctx, a["order"])
+    ),
+    "combat_end": OpSpec({}, G, lambda ctx, a: clock.combat_end(ctx)),
+    "end_turn": OpSpec(
+        {"char": Arg(ID), "round": optional(ROUND)},
+        O,
+        lambda ctx, a: clock.end_turn(ctx, a["char"], a["round"]),
+        chars=("char",),
+        on_dead=True,
+    ),
+    "advance_clock": OpSpec(
+        {"seconds": Arg(SECONDS)}, G, lambda ctx, a: clock.advance(ctx, a["seconds"])
+    ),
+    "damage": OpSpec(
+        {
+            "char": Arg(ID),
+            "amount": Arg(AMOUNT),
+            "nonlethal": optional(BOOL, False),
+            "pv_only": optional(BOOL, False),
+        },
+        G,
+        lambda ctx, a: damage(ctx, _c(ctx, a), a["amount"], a["nonlethal"], a["pv_only"]),
+        chars=("char",),
+    ),
+    "heal": OpSpec(
+        {"char": Arg(ID), "amount": Arg(AMOUNT), "stabilize": optional(BOOL, False)},
+        G,
+        lambda ctx, a: stabilizing.heal(ctx, _c(ctx, a), a["amount"], a["stabilize"]),
+        chars=("char",),
+    ),
+    "first_aid": OpSpec(
+        {"char": Arg(ID), "patient": Arg(ID), "roll": optional(D20)},
+        O,
+        lambda ctx, a: stabilizing.first_aid(ctx, _c(ctx, a), _c(ctx, a, "patient"), a["roll"]),
+        chars=("char", "patient"),
+    ),
+    "stabilize": OpSpec(
+        {"char": Arg(ID)}, O, lambda ctx, a: stabilizing.stabilize(ctx, _c(ctx, a)), chars=("char",)
+    ),
+    "stay_in_fight": OpSpec(
+        {"char": Arg(ID)},
+        O,
+        lambda ctx, a: stabilizing.stay_in_fight(ctx, _c(ctx, a)),
+        chars=("char",),
+    ),
+    "tend": OpSpec(
+        {"char": Arg(ID), "patient": Arg(ID)},
+        O,
+        lambda ctx, a: stability.tend(ctx, _c(ctx, a), _c(ctx, a, "patient")),
+        chars=("char", "patient"),
+    ),
+    "untend": OpSpec(
+        {"patient": Arg(ID)},
+        UNTEND,
+        lambda ctx, a: stability.untend(ctx, _c(ctx, a, "patient")),
+        chars=("patient",),
+    ),
+    "rest": OpSpec(
+        {"char": Arg(ID), "kind": Arg(REST)},
+        O,
+        lambda ctx, a: start_rest(ctx, _c(ctx, a), a["kind"]),
+        chars=("char",),
+    ),
+    "stop_rest": OpSpec({"char": Arg(ID)}, O, lambda ctx, a: _stop_rest(ctx, a), chars=("char",)),
+    "ability_damage": OpSpec(
+        {"char": Arg(ID), "ability": Arg(ABILITY), "amount": Arg(AMOUNT)},
+        G,
+        lambda ctx, a: abilities.ability_damage(ctx, _c(ctx, a), a["ability"], a["amount"]),
+        chars=("char",),
+    ),
+    "ability_restore": OpSpec(
+        {"char": Arg(ID), "ability": Arg(ABILITY), "amount": Arg(AMOUNT)},
+        G,
+        lambda ctx, a: abilities.ability_restore(ctx, _c(ctx, a), a["ability"], a["amount"]),
+        chars=("char",),
+    ),
+    "queue_rolls": OpSpec(
+        {"rolls": Arg(ROLLS)}, G, lambda ctx, a: roster.queue_rolls(ctx, a["rolls"])
+    ),
+}
+
+
+def _stop_rest(ctx: Ctx, a: dict[str, Any]) -> None:
+    c = _c(ctx, a)
+    if c.activity is None:
+        raise RuleBroken(f"{c.name} is not resting")
+    end_rest(ctx, c, "stopped")
+
+
+USER_OPS = frozenset({"add_user", "remove_user", "rotate_token"})  # the server handles tokens
+LOG_OPS = frozenset({"undo"})  # the server replays stored inverse ops
+ADMIN_OPS = frozenset({"create_room", "delete_room"})  # server-wide, no room state
+
+
+def _authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: str) -> None:
+    if actor.is_gm:
+        return
+    if actor.role == "observer":
+        raise Forbidden("observers may only watch")
+    if spec.role == G:
+        raise Forbidden(f"only the GM may {op}")
+    if "roll" in a and a["roll"] is not None:
+        raise Forbidden("only the GM may supply a die roll (X1)")
+    if spec.role == O:
+        c = room.characters[a["char"]]
+        if c.owner != actor.user:
+            raise Forbidden(f"{c.name} is not your character")
+    elif spec.role == UNTEND:
+        p = room.characters[a["patient"]]
+        owners = {p.owner}
+        if p.healer is not None:
+            owners.add(room.characters[p.healer].owner)
+        if actor.user not in owners:
+            raise Forbidden(
+                f"only the GM or the owner of {p.name} or of its healer may stop the tending"
+            )
+
+
+def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
+    """Apply one command; return the new state, its events and its result.
+
+    Raises a `Refused` subclass for any refusal; `room` itself is never
+    changed, so the caller keeps the old state on a refusal.
+    """
+    spec = OPS.get(op) if isinstance(op, str) else None
+    if spec is None:
+        raise UnknownOp(f"unknown op {op!r}")
+    a = check_args(op, spec.args, args)
+    for key in spec.chars:
+        if a[key] not in room.characters:
+            raise NotFound(f"no character {a[key]!r} in this room")
+    _authorize(room, spec, a, actor, op)
+    if not spec.on_dead:
+        for key in spec.chars:
+            c = room.characters[a[key]]
+            if c.condition == "dead":
+                raise RuleBroken(f"{c.name} is dead (D6)")
+    ctx = Ctx(room.copy(), dice, actor)
+    spec.handler(ctx, a)
+    return Outcome(ctx.room, ctx.events, ctx.result)
+
+
+def authorize_undo(actor: Actor) -> None:
+    """Undo is the GM's (PROTOCOL.md); the server replays the log."""
+    if not actor.is_gm:
+        raise Forbidden("only the GM may undo")
+
+
+def new_room(room_id: str, name: str, gm_name: str = "GM") -> tuple[Room, str]:
+    """The initial state of a room and its first GM's user id."""
+    room = Room(room=room_id, name=name)
+    uid = f"u{room.next_user}"
+    room.next_user += 1
+    room.users[uid] = User(gm_name, "gm")
+    return room, uid

@@ -1,0 +1,77 @@
+"""Rest and recovery (R1-R5), and the recovery shared with L2."""
+
+from __future__ import annotations
+
+from rules.context import Ctx
+from rules.errors import RuleBroken
+from rules.model import ABILITIES, HOUR, Activity, Character
+
+# R1-R3: how long each rest lasts, in world seconds.
+REST_SECONDS = {"short": 10 * 60, "night": 8 * HOUR, "bed": 24 * HOUR}
+
+
+def start_rest(ctx: Ctx, c: Character, kind: str) -> None:
+    room = ctx.room
+    if c.condition != "conscious":
+        raise RuleBroken(f"{c.name} is {c.condition}: only a conscious character can rest")
+    if room.in_combat(c.id):
+        raise RuleBroken(f"{c.name} is in a running combat and cannot rest (R4)")
+    if c.activity is not None:
+        raise RuleBroken(f"{c.name} is already taking a {c.activity.kind} rest (one at a time)")
+    if any(p.healer == c.id for p in room.characters.values()):
+        raise RuleBroken(f"{c.name} is tending a patient and cannot rest (L4)")
+    if kind == "short" and c.pp < 1:
+        raise RuleBroken(f"{c.name} has no PP left for a short rest (R1)")
+    c.activity = Activity(kind, room.clock + REST_SECONDS[kind])
+    ctx.emit("rest", char=c.id, rest=kind, outcome="started", ends=c.activity.ends)
+
+
+def end_rest(ctx: Ctx, c: Character, cause: str) -> None:
+    """R4: a rest in progress ends without benefit."""
+    if c.activity is None:
+        return
+    kind = c.activity.kind
+    c.activity = None
+    ctx.emit("rest", char=c.id, rest=kind, outcome="interrupted", cause=cause)
+
+
+def complete_rest(ctx: Ctx, c: Character) -> None:
+    """The rest's end is reached: its benefits apply (R1-R3)."""
+    assert c.activity is not None
+    kind = c.activity.kind
+    c.activity = None
+    if kind == "short":
+        # R1 ruling: the PP is paid on completion; none left -> no benefit.
+        if c.pp < 1:
+            ctx.emit("rest", char=c.id, rest=kind, outcome="no_benefit", cause="no_pp")
+            return
+        c.pp -= 1
+        ctx.emit("pp", char=c.id, delta=-1, cause="short_rest")
+        recover(ctx, c, pv=0, pp_full=False, abilities=0, cause="short_rest")
+    elif kind == "night":
+        recover(ctx, c, pv=c.level, pp_full=True, abilities=1, cause="night_rest")  # R2
+    else:
+        recover(ctx, c, pv=2 * c.level, pp_full=True, abilities=2, cause="bed_rest")  # R3
+    ctx.emit("rest", char=c.id, rest=kind, outcome="complete")
+
+
+def recover(ctx: Ctx, c: Character, *, pv: int, pp_full: bool, abilities: int, cause: str) -> None:
+    """PV + `pv` (capped, R5), abilities heal `abilities` points each, PE to
+    the (possibly raised) maximum, PP to maximum if `pp_full`."""
+    for a in ABILITIES:
+        if c.ability_damage[a]:
+            c.ability_damage[a] = max(0, c.ability_damage[a] - abilities)
+    before = (c.pv, c.pe, c.pp)
+    c.pv = min(c.pv_max, c.pv + pv)
+    c.pe = c.pe_max
+    if pp_full:
+        c.pp = c.pp_max
+    ctx.emit(
+        "recover",
+        char=c.id,
+        cause=cause,
+        pv=c.pv - before[0],
+        pe=c.pe - before[1],
+        pp=c.pp - before[2],
+        abilities=abilities,
+    )

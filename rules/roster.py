@@ -1,0 +1,148 @@
+"""The room's roster: characters, users, the room's settings and the dice
+queue. GM bookkeeping rather than game rules, but it keeps the invariants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rules.clock import leave_combat
+from rules.conditions import become, stop_tending_by
+from rules.context import Ctx
+from rules.errors import Conflict, NotFound, RuleBroken
+from rules.invariants import character_violations
+from rules.model import ABILITIES, Character, User
+from rules.validate import MAX_QUEUED_ROLLS
+
+
+def _owner(ctx: Ctx, owner: str | None) -> str | None:
+    if owner is not None and owner not in ctx.room.users:
+        raise NotFound(f"no user {owner!r} in this room")
+    return owner
+
+
+def add_character(ctx: Ctx, a: dict[str, Any]) -> None:
+    room = ctx.room
+    owner = _owner(ctx, a["owner"])
+    cid = a["id"]
+    if cid is None:
+        n = room.next_seq
+        while f"c{n}" in room.characters:
+            n += 1
+        cid = f"c{n}"
+    elif cid in room.characters:
+        raise Conflict(f"a character {cid!r} already exists in this room")
+    c = Character(
+        id=cid,
+        seq=room.next_seq,
+        name=a["name"],
+        owner=owner,
+        level=a["level"],
+        pv=a["pv_max"] if a["pv"] is None else a["pv"],
+        pv_max=a["pv_max"],
+        pe=0,
+        pe_max_base=a["pe_max"],
+        pp=a["pp_max"] if a["pp"] is None else a["pp"],
+        pp_max=a["pp_max"],
+        abilities=dict(a["abilities"]),
+        ability_damage=dict.fromkeys(ABILITIES, 0),
+        medicine=a["medicine"],
+    )
+    c.pe = c.pe_max if a["pe"] is None else a["pe"]
+    problems = character_violations(c)
+    if c.pv == 0:
+        problems.append("a new character starts conscious, with pv of 1 or more")
+    if problems:
+        raise RuleBroken(f"cannot add {c.name}: {'; '.join(problems)}")
+    room.next_seq += 1
+    room.characters[cid] = c
+    ctx.result["char"] = cid
+    ctx.emit("character", char=cid, change="added", name=c.name)
+
+
+def update_character(ctx: Ctx, c: Character, changes: dict[str, Any]) -> None:
+    """A GM correction: set the fields, then refuse (never repair) a result
+    that breaks an invariant. A change of condition runs the state machine's
+    entry and exit actions (clocks, rests, tending)."""
+    if "owner" in changes:
+        _owner(ctx, changes["owner"])
+    for field, value in changes.items():
+        if field == "condition":
+            continue
+        if field == "pe_max":
+            c.pe_max_base = value
+        elif field in ("abilities", "ability_damage"):
+            getattr(c, field).update(value)
+        else:
+            setattr(c, field, value)
+    if "condition" in changes and changes["condition"] != c.condition:
+        become(ctx, c, changes["condition"], "correction")
+    problems = character_violations(c)
+    if problems:
+        raise RuleBroken(f"correction refused, it would break the sheet: {'; '.join(problems)}")
+    ctx.emit("character", char=c.id, change="updated", fields=sorted(changes))
+
+
+def remove_character(ctx: Ctx, c: Character) -> None:
+    room = ctx.room
+    stop_tending_by(ctx, c, "removed")
+    leave_combat(ctx, c.id)
+    del room.characters[c.id]
+    ctx.emit("character", char=c.id, change="removed", name=c.name)
+
+
+def add_user(ctx: Ctx, name: str, role: str) -> None:
+    room = ctx.room
+    uid = f"u{room.next_user}"
+    room.next_user += 1
+    room.users[uid] = User(name, role)
+    ctx.result["user"] = uid
+    ctx.emit("user", user=uid, change="added", name=name, role=role)
+
+
+def _user(ctx: Ctx, uid: str) -> User:
+    try:
+        return ctx.room.users[uid]
+    except KeyError:
+        raise NotFound(f"no user {uid!r} in this room")
+
+
+def remove_user(ctx: Ctx, uid: str) -> None:
+    room = ctx.room
+    user = _user(ctx, uid)
+    if user.role == "gm" and sum(u.role == "gm" for u in room.users.values()) == 1:
+        raise RuleBroken("the room's last GM cannot be removed")
+    del room.users[uid]
+    for c in room.ordered():
+        if c.owner == uid:
+            c.owner = None
+    ctx.result["user"] = uid
+    ctx.emit("user", user=uid, change="removed")
+
+
+def rotate_token(ctx: Ctx, uid: str) -> None:
+    _user(ctx, uid)
+    ctx.result["user"] = uid
+    ctx.emit("user", user=uid, change="token_rotated")
+
+
+def update_room(ctx: Ctx, name: str | None, round_seconds: int | None) -> None:
+    if name is None and round_seconds is None:
+        from rules.errors import InvalidArgs
+
+        raise InvalidArgs("update_room: give name and/or round_seconds")
+    if name is not None:
+        ctx.room.name = name
+    if round_seconds is not None:
+        ctx.room.round_seconds = round_seconds
+    ctx.emit("room", name=ctx.room.name, round_seconds=ctx.room.round_seconds)
+
+
+def queue_rolls(ctx: Ctx, rolls: list[int]) -> None:
+    """X1: natural d20s that the next automated checks consume, in order."""
+    queue = ctx.room.queued_rolls
+    if len(queue) + len(rolls) > MAX_QUEUED_ROLLS:
+        raise RuleBroken(
+            f"the dice queue holds at most {MAX_QUEUED_ROLLS} rolls ({len(queue)} queued)"
+        )
+    queue.extend(rolls)
+    ctx.emit("rolls_queued", rolls=list(rolls), queued=len(queue))

@@ -1,0 +1,96 @@
+"""Long-term stability (L1-L5): hourly Constitution checks of a stable
+character, the healer who tends it, and the wake-up after the eighth hour."""
+
+from __future__ import annotations
+
+from rules.conditions import become
+from rules.context import Ctx
+from rules.errors import RuleBroken
+from rules.model import HOUR, Character
+from rules.rest import recover
+
+STABILITY_CHECKS = 8  # L1/L2: +1 h ... +8 h
+WAKE_AT = 20  # L1: total >= 20 regains 1 PV
+DIE_BELOW = 10  # L1: total < 10 dies
+HEALER_DC = 15  # L4
+HEALER_BONUS = 2  # L4
+
+
+def next_check(c: Character) -> int | None:
+    """World second of the next hourly check, or None."""
+    if c.condition != "stable" or c.stable_since is None:
+        return None
+    if c.stability_checks >= STABILITY_CHECKS:
+        return None
+    return c.stable_since + HOUR * (c.stability_checks + 1)
+
+
+def stability_check(ctx: Ctx, c: Character) -> None:
+    """L1 + L4 + L5, then L2 after the eighth."""
+    bonus, floor = 0, None
+    if c.healer is not None:
+        healer = ctx.room.characters[c.healer]
+        total = ctx.check(healer, "medicine", healer.medicine, dc=HEALER_DC, patient=c.id)
+        if total >= HEALER_DC:
+            bonus, floor = HEALER_BONUS, DIE_BELOW  # L4
+    c.stability_checks += 1
+
+    def outcome(total: int) -> str:
+        if total >= WAKE_AT:
+            return "wake"
+        if total >= DIE_BELOW:
+            return "stay"
+        return "stay" if c.nonlethal else "die"  # L5
+
+    total = ctx.check(
+        c,
+        "constitution",
+        c.mod("con"),
+        dc=None,
+        bonus=bonus,
+        floor=floor,
+        outcome=outcome,
+        hour=c.stability_checks,
+    )
+    result = outcome(total)
+    if result == "wake":
+        c.pv = min(c.pv_max, c.pv + 1)
+        become(ctx, c, "conscious", "stability_check")
+    elif result == "die":
+        become(ctx, c, "dead", "stability_check")
+    elif c.stability_checks >= STABILITY_CHECKS:
+        # L2: still stable after the +8 h check: wakes as after a night's rest,
+        # PV become `level` (from 0, capped).
+        recover(ctx, c, pv=c.level, pp_full=True, abilities=1, cause="long_rest")
+        become(ctx, c, "conscious", "long_rest")
+
+
+def tend(ctx: Ctx, healer: Character, patient: Character) -> None:
+    """L4: a conscious character tends a stable one (one healer per patient)."""
+    if healer.id == patient.id:
+        raise RuleBroken("a character cannot tend itself (L4)")
+    if healer.condition != "conscious":
+        raise RuleBroken(f"{healer.name} is {healer.condition} and cannot tend anyone (L4)")
+    if patient.condition != "stable":
+        raise RuleBroken(
+            f"{patient.name} is {patient.condition}: only a stable character is tended (L4)"
+        )
+    if patient.healer == healer.id:
+        raise RuleBroken(f"{healer.name} already tends {patient.name}")
+    if patient.healer is not None:
+        other = ctx.room.characters[patient.healer]
+        raise RuleBroken(
+            f"{patient.name} is already tended by {other.name} (one healer per patient)"
+        )
+    if healer.activity is not None:
+        raise RuleBroken(f"{healer.name} is resting; stop the rest before tending (L4)")
+    patient.healer = healer.id
+    ctx.emit("tend", char=healer.id, patient=patient.id, outcome="start")
+
+
+def untend(ctx: Ctx, patient: Character) -> None:
+    if patient.healer is None:
+        raise RuleBroken(f"nobody tends {patient.name}")
+    healer = patient.healer
+    patient.healer = None
+    ctx.emit("tend", char=healer, patient=patient.id, outcome="end", cause="untend")
