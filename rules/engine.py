@@ -51,7 +51,7 @@ __all__ = ["ADMIN_OPS", "LOG_OPS", "OPS", "USER_OPS", "Actor", "Outcome", "apply
 # Roles (PROTOCOL.md, Operations): G the GM; O the GM or the owner of the
 # acting character (the `char` argument); UNTEND the GM or the owner of the
 # patient or of its healer.
-G, O, UNTEND = "G", "O", "UNTEND"
+G, OWNER_OR_GM, UNTEND = "G", "O", "UNTEND"
 
 
 @attrs.frozen
@@ -128,7 +128,7 @@ OPS: dict[str, OpSpec] = {
     "combat_end": OpSpec({}, G, lambda ctx, a: clock.combat_end(ctx)),
     "end_turn": OpSpec(
         {"char": Arg(ID), "round": optional(ROUND)},
-        O,
+        OWNER_OR_GM,
         lambda ctx, a: clock.end_turn(ctx, a["char"], a["round"]),
         chars=("char",),
         on_dead=True,
@@ -155,22 +155,25 @@ OPS: dict[str, OpSpec] = {
     ),
     "first_aid": OpSpec(
         {"char": Arg(ID), "patient": Arg(ID), "roll": optional(D20)},
-        O,
+        OWNER_OR_GM,
         lambda ctx, a: stabilizing.first_aid(ctx, _c(ctx, a), _c(ctx, a, "patient"), a["roll"]),
         chars=("char", "patient"),
     ),
     "stabilize": OpSpec(
-        {"char": Arg(ID)}, O, lambda ctx, a: stabilizing.stabilize(ctx, _c(ctx, a)), chars=("char",)
+        {"char": Arg(ID)},
+        OWNER_OR_GM,
+        lambda ctx, a: stabilizing.stabilize(ctx, _c(ctx, a)),
+        chars=("char",),
     ),
     "stay_in_fight": OpSpec(
         {"char": Arg(ID)},
-        O,
+        OWNER_OR_GM,
         lambda ctx, a: stabilizing.stay_in_fight(ctx, _c(ctx, a)),
         chars=("char",),
     ),
     "tend": OpSpec(
         {"char": Arg(ID), "patient": Arg(ID)},
-        O,
+        OWNER_OR_GM,
         lambda ctx, a: stability.tend(ctx, _c(ctx, a), _c(ctx, a, "patient")),
         chars=("char", "patient"),
     ),
@@ -182,11 +185,13 @@ OPS: dict[str, OpSpec] = {
     ),
     "rest": OpSpec(
         {"char": Arg(ID), "kind": Arg(REST)},
-        O,
+        OWNER_OR_GM,
         lambda ctx, a: start_rest(ctx, _c(ctx, a), a["kind"]),
         chars=("char",),
     ),
-    "stop_rest": OpSpec({"char": Arg(ID)}, O, lambda ctx, a: _stop_rest(ctx, a), chars=("char",)),
+    "stop_rest": OpSpec(
+        {"char": Arg(ID)}, OWNER_OR_GM, lambda ctx, a: _stop_rest(ctx, a), chars=("char",)
+    ),
     "ability_damage": OpSpec(
         {"char": Arg(ID), "ability": Arg(ABILITY), "amount": Arg(AMOUNT)},
         G,
@@ -226,7 +231,7 @@ def _authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: st
         raise Forbidden(f"only the GM may {op}")
     if "roll" in a and a["roll"] is not None:
         raise Forbidden("only the GM may supply a die roll (X1)")
-    if spec.role == O:
+    if spec.role == OWNER_OR_GM:
         c = room.characters[a["char"]]
         if c.owner != actor.user:
             raise Forbidden(f"{c.name} is not your character")
