@@ -1,0 +1,3 @@
+"""Shared fixtures live in tests/helpers/; each family registers here."""
+
+pytest_plugins: list[str] = []
