@@ -1,0 +1,168 @@
+"""Property tests (hypothesis) of the engine's invariants over random
+command sequences: RULES.md's condition invariants, 0 <= current <= max,
+dead is terminal, refusals change nothing, one clock jump equals many steps,
+and the dict form round-trips."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import msgpack
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rules import Refused, Room, SeededDice, apply, apply_ops, diff, violations
+from tests.helpers.table import Table
+
+CHARS = ["c1", "c2", "c3", "c4"]
+cid = st.sampled_from([*CHARS, "c9"])  # c9 never exists: not_found paths too
+small = st.integers(min_value=0, max_value=30)
+
+COMMANDS = st.one_of(
+    st.tuples(
+        st.just("damage"),
+        st.fixed_dictionaries(
+            {"char": cid, "amount": small},
+            optional={"nonlethal": st.booleans(), "pv_only": st.booleans()},
+        ),
+    ),
+    st.tuples(
+        st.just("heal"),
+        st.fixed_dictionaries(
+            {"char": cid, "amount": st.integers(0, 10)}, optional={"stabilize": st.booleans()}
+        ),
+    ),
+    st.tuples(st.just("first_aid"), st.fixed_dictionaries({"char": cid, "patient": cid})),
+    st.tuples(st.just("stabilize"), st.fixed_dictionaries({"char": cid})),
+    st.tuples(st.just("stay_in_fight"), st.fixed_dictionaries({"char": cid})),
+    st.tuples(st.just("tend"), st.fixed_dictionaries({"char": cid, "patient": cid})),
+    st.tuples(st.just("untend"), st.fixed_dictionaries({"patient": cid})),
+    st.tuples(
+        st.just("rest"),
+        st.fixed_dictionaries({"char": cid, "kind": st.sampled_from(["short", "night", "bed"])}),
+    ),
+    st.tuples(st.just("stop_rest"), st.fixed_dictionaries({"char": cid})),
+    st.tuples(
+        st.just("ability_damage"),
+        st.fixed_dictionaries(
+            {"char": cid, "ability": st.sampled_from(["con", "str"]), "amount": st.integers(0, 8)}
+        ),
+    ),
+    st.tuples(
+        st.just("ability_restore"),
+        st.fixed_dictionaries(
+            {"char": cid, "ability": st.sampled_from(["con", "str"]), "amount": st.integers(0, 8)}
+        ),
+    ),
+    st.tuples(
+        st.just("advance_clock"),
+        st.fixed_dictionaries(
+            {"seconds": st.sampled_from([1, 6, 60, 600, 3600, 4 * 3600, 30 * 3600])}
+        ),
+    ),
+    st.tuples(
+        st.just("combat_start"),
+        st.fixed_dictionaries(
+            {"order": st.lists(st.sampled_from(CHARS), min_size=1, max_size=4, unique=True)}
+        ),
+    ),
+    st.tuples(st.just("combat_end"), st.just({})),
+    st.tuples(st.just("end_turn"), st.fixed_dictionaries({"char": cid})),
+    st.tuples(
+        st.just("queue_rolls"),
+        st.fixed_dictionaries({"rolls": st.lists(st.integers(1, 20), min_size=1, max_size=3)}),
+    ),
+)
+ACTORS = st.sampled_from(["gm", "gm", "gm", "p1", "obs"])
+
+
+def fresh_table() -> Table:
+    t = Table()
+    t.add("Aline", owner=t.p1)
+    t.add("Bruno", owner=t.p1, pp_max=2, level=1, pv_max=8, pe_max=4)
+    t.add("Chloé", owner=t.p2, medicine=12, pp_max=12)
+    t.add("Denis", abilities={"str": 8, "dex": 10, "con": 6, "int": 10, "wis": 10, "cha": 10})
+    return t
+
+
+def run(t: Table, commands, actors, dice: SeededDice):
+    """Apply the sequence; check the invariants after every command."""
+    actor_of = {"gm": t.gm, "p1": t.p1, "obs": t.obs}
+    dead: set[str] = set()
+    for (op, args), who in zip(commands, actors, strict=False):
+        before = t.room.to_dict()
+        try:
+            out = apply(t.room, op, args, actor_of[who], dice)
+        except Refused:
+            assert t.room.to_dict() == before, f"refused {op} changed the state"
+            continue
+        assert t.room.to_dict() == before, f"{op} mutated its input state"
+        t.room = out.room
+        assert violations(t.room) == [], (op, args, violations(t.room))
+        for c in t.room.characters.values():
+            if c.id in dead:
+                assert c.condition == "dead", f"D6: {c.id} came back from the dead by {op}"
+            if c.condition == "dead":
+                dead.add(c.id)
+            # RULES.md's table: conditions and their PV invariants.
+            assert 0 <= c.pv <= c.pv_max and 0 <= c.pe <= c.pe_max and 0 <= c.pp <= c.pp_max
+    return t
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(COMMANDS, max_size=40),
+    st.lists(ACTORS, min_size=40, max_size=40),
+    st.integers(0, 2**32),
+)
+def test_invariants_hold_over_random_sequences(commands, actors, seed):
+    """D1-D6, S1-S4, L1-L5, R5: invariants, dead is terminal, refusals change nothing."""
+    run(fresh_table(), commands, actors, SeededDice(seed))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(COMMANDS, max_size=25), st.integers(0, 2**32))
+def test_dict_form_round_trips(commands, seed):
+    """The plain-dict form round-trips through from_dict, JSON and MessagePack,
+    and a diff replays old into new."""
+    t = fresh_table()
+    dice = SeededDice(seed)
+    for op, args in commands:
+        before = t.room.to_dict()
+        try:
+            t.room = apply(t.room, op, args, t.gm, dice).room
+        except Refused:
+            continue
+        d = t.room.to_dict()
+        assert Room.from_dict(d).to_dict() == d
+        assert json.loads(json.dumps(d)) == d
+        assert msgpack.unpackb(msgpack.packb(d)) == d
+        assert apply_ops(copy.deepcopy(before), diff(before, d)) == d
+        assert apply_ops(copy.deepcopy(d), diff(d, before)) == before
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(COMMANDS, max_size=20),
+    st.lists(st.integers(1, 5 * 3600), min_size=1, max_size=8),
+    st.integers(0, 2**32),
+)
+def test_T2_one_jump_equals_many_steps(commands, steps, seed):
+    """T2: advancing the sum at once or step by step gives the same state for the same dice."""
+    t = fresh_table()
+    setup = SeededDice(seed)
+    for op, args in commands:
+        if op == "combat_start":
+            continue  # end-of-round advances are T1's business
+        try:
+            t.room = apply(t.room, op, args, t.gm, setup).room
+        except Refused:
+            continue
+    start = t.room
+    one = apply(start, "advance_clock", {"seconds": sum(steps)}, t.gm, SeededDice(seed + 1)).room
+    many = start
+    dice = SeededDice(seed + 1)
+    for s in steps:
+        many = apply(many, "advance_clock", {"seconds": s}, t.gm, dice).room
+    assert one.to_dict() == many.to_dict()
