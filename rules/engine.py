@@ -59,7 +59,10 @@ class OpSpec:
     args: dict[str, Arg]
     role: str
     handler: Callable[[Ctx, dict[str, Any]], None]
-    chars: tuple[str, ...] = ()  # arguments that name characters
+    chars: tuple[str, ...] = ()  # arguments that name characters (an id or a list of ids)
+    users: tuple[str, ...] = ()  # arguments that name users ("set.owner" looks inside `set`)
+    # Argument checks that need several arguments at once (still invalid_args).
+    check: Callable[[dict[str, Any]], None] | None = None
     # D6: may this op target a dead character (the `chars` arguments)?
     on_dead: bool = False
 
@@ -80,15 +83,18 @@ OPS: dict[str, OpSpec] = {
         {"name": optional(NAME), "round_seconds": optional(ROUND_SECONDS)},
         G,
         lambda ctx, a: roster.update_room(ctx, a["name"], a["round_seconds"]),
+        check=roster.check_update_room,
     ),
     "add_user": OpSpec(
         {"name": Arg(NAME), "role": Arg(ROLE)},
         G,
         lambda ctx, a: roster.add_user(ctx, a["name"], a["role"]),
     ),
-    "remove_user": OpSpec({"user": Arg(ID)}, G, lambda ctx, a: roster.remove_user(ctx, a["user"])),
+    "remove_user": OpSpec(
+        {"user": Arg(ID)}, G, lambda ctx, a: roster.remove_user(ctx, a["user"]), users=("user",)
+    ),
     "rotate_token": OpSpec(
-        {"user": Arg(ID)}, G, lambda ctx, a: roster.rotate_token(ctx, a["user"])
+        {"user": Arg(ID)}, G, lambda ctx, a: roster.rotate_token(ctx, a["user"]), users=("user",)
     ),
     "add_character": OpSpec(
         {
@@ -107,12 +113,14 @@ OPS: dict[str, OpSpec] = {
         },
         G,
         roster.add_character,
+        users=("owner",),
     ),
     "update_character": OpSpec(
         {"char": Arg(ID), "set": Arg(CORRECTIONS)},
         G,
         lambda ctx, a: roster.update_character(ctx, _c(ctx, a), a["set"]),
         chars=("char",),
+        users=("set.owner",),
         on_dead=True,
     ),
     "remove_character": OpSpec(
@@ -123,7 +131,10 @@ OPS: dict[str, OpSpec] = {
         on_dead=True,
     ),
     "combat_start": OpSpec(
-        {"order": Arg(ORDER)}, G, lambda ctx, a: clock.combat_start(ctx, a["order"])
+        {"order": Arg(ORDER)},
+        G,
+        lambda ctx, a: clock.combat_start(ctx, a["order"]),
+        chars=("order",),
     ),
     "combat_end": OpSpec({}, G, lambda ctx, a: clock.combat_end(ctx)),
     "end_turn": OpSpec(
@@ -246,6 +257,21 @@ def _authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: st
             )
 
 
+def _named(a: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """The ids that the arguments `keys` name ("set.owner" looks inside `set`;
+    a list argument names each of its items; None names nobody)."""
+    out: list[str] = []
+    for key in keys:
+        value: Any = a
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, list):
+            out.extend(value)
+        elif value is not None:
+            out.append(value)
+    return out
+
+
 def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
     """Apply one command; return the new state, its events and its result.
 
@@ -256,13 +282,19 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
     if spec is None:
         raise UnknownOp(f"unknown op {op!r}")
     a = check_args(op, spec.args, args)
-    for key in spec.chars:
-        if a[key] not in room.characters:
-            raise NotFound(f"no character {a[key]!r} in this room")
+    if spec.check is not None:
+        spec.check(a)
+    chars = _named(a, spec.chars)
+    for cid in chars:
+        if cid not in room.characters:
+            raise NotFound(f"no character {cid!r} in this room")
+    for uid in _named(a, spec.users):
+        if uid not in room.users:
+            raise NotFound(f"no user {uid!r} in this room")
     _authorize(room, spec, a, actor, op)
     if not spec.on_dead:
-        for key in spec.chars:
-            c = room.characters[a[key]]
+        for cid in chars:
+            c = room.characters[cid]
             if c.condition == "dead":
                 raise RuleBroken(f"{c.name} is dead (D6)")
     ctx = Ctx(room.copy(), dice, actor)

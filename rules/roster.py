@@ -8,7 +8,7 @@ from typing import Any
 from rules.clock import leave_combat
 from rules.conditions import become, stop_tending_by
 from rules.context import Ctx
-from rules.errors import Conflict, NotFound, RuleBroken
+from rules.errors import Conflict, InvalidArgs, NotFound, RuleBroken
 from rules.invariants import character_violations
 from rules.model import ABILITIES, Character, User
 from rules.validate import MAX_QUEUED_ROLLS
@@ -125,11 +125,12 @@ def rotate_token(ctx: Ctx, uid: str) -> None:
     ctx.emit("user", user=uid, change="token_rotated")
 
 
-def update_room(ctx: Ctx, name: str | None, round_seconds: int | None) -> None:
-    if name is None and round_seconds is None:
-        from rules.errors import InvalidArgs
-
+def check_update_room(a: dict[str, Any]) -> None:
+    if a["name"] is None and a["round_seconds"] is None:
         raise InvalidArgs("update_room: give name and/or round_seconds")
+
+
+def update_room(ctx: Ctx, name: str | None, round_seconds: int | None) -> None:
     if name is not None:
         ctx.room.name = name
     if round_seconds is not None:

@@ -21,6 +21,7 @@ MAX_ID = 64  # ids travel in every patch path
 MAX_AMOUNT = 1_000_000  # far above any real hit; bounds arithmetic and storage
 MAX_LEVEL = 100  # levels above this are not a tabletop game any more
 MAX_POOL = 1_000_000  # PV/PE/PP maxima
+MIN_SCORE = 1  # a score of 0 is no living character: A2 would kill it at 0 Con damage
 MAX_SCORE = 100  # ability scores
 MAX_SKILL = 1_000  # medicine bonus, either sign
 MAX_ADVANCE = 100 * 365 * 24 * 3600  # a century per clock jump; the scheduler is cheap anyway
@@ -137,8 +138,8 @@ POOL = _int(0, MAX_POOL)
 PV_MAX = _int(1, MAX_POOL)
 SKILL = _int(-MAX_SKILL, MAX_SKILL)
 ABILITY = _choice(*ABILITIES)
-ABILITY_SCORES = _abilities(0, MAX_SCORE, partial=False)
-ABILITY_SCORES_PARTIAL = _abilities(0, MAX_SCORE, partial=True)
+ABILITY_SCORES = _abilities(MIN_SCORE, MAX_SCORE, partial=False)
+ABILITY_SCORES_PARTIAL = _abilities(MIN_SCORE, MAX_SCORE, partial=True)
 ABILITY_DAMAGE_PARTIAL = _abilities(0, MAX_SCORE, partial=True)
 ROLE = _choice("gm", "player", "observer")
 REST = _choice("short", "night", "bed")
