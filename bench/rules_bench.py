@@ -68,13 +68,14 @@ def bench_commands(n: int, with_diff: bool) -> float:
     t0 = time.perf_counter()
     for op, args in script:
         try:
-            room = apply(room, op, args, actor, dice).room
+            new_room = apply(room, op, args, actor, dice).room
         except Refused:
             continue
         if with_diff:
-            new = room.to_dict()
+            new = new_room.to_dict(since=(room, old))
             diff(old, new)
             old = new
+        room = new_room
     return n / (time.perf_counter() - t0)
 
 

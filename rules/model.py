@@ -215,7 +215,21 @@ class Room:
         """Characters in character order (seq), which breaks every tie."""
         return sorted(self.characters.values(), key=lambda c: c.seq)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, since: tuple[Room, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The dict form. With `since=(old_room, old_dict)`, a character equal
+        to its old self reuses its old dict object, so that `diff` skips it
+        at once (`is`): the server's per-command cost then follows what
+        changed, not the size of the table."""
+        old_chars, old_dicts = (
+            ({}, {}) if since is None else (since[0].characters, since[1]["characters"])
+        )
+        chars = {}
+        for cid, c in self.characters.items():
+            before = old_chars.get(cid)
+            if before is not None and before == c and cid in old_dicts:
+                chars[cid] = old_dicts[cid]
+            else:
+                chars[cid] = c.to_dict()
         return {
             "room": self.room,
             "name": self.name,
@@ -224,7 +238,7 @@ class Room:
             "combat": None if self.combat is None else self.combat.to_dict(),
             "queued_rolls": list(self.queued_rolls),
             "users": {uid: u.to_dict() for uid, u in self.users.items()},
-            "characters": {cid: c.to_dict() for cid, c in self.characters.items()},
+            "characters": chars,
             "next_seq": self.next_seq,
             "next_user": self.next_user,
         }

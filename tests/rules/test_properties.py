@@ -130,11 +130,13 @@ def test_dict_form_round_trips(commands, seed):
     dice = SeededDice(seed)
     for op, args in commands:
         before = t.room.to_dict()
+        old_room = t.room
         try:
             t.room = apply(t.room, op, args, t.gm, dice).room
         except Refused:
             continue
         d = t.room.to_dict()
+        assert t.room.to_dict(since=(old_room, before)) == d  # the incremental form too
         assert Room.from_dict(d).to_dict() == d
         assert json.loads(json.dumps(d)) == d
         assert msgpack.unpackb(msgpack.packb(d)) == d
