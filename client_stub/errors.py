@@ -109,8 +109,8 @@ class ConnectionFailed(VttSyncError):
         if close_code is not None:
             self.close_code = close_code
         self.message = message or self.explanation
-        text = self.message if self.close_code is None else f"{self.message} (close {self.close_code})"
-        super().__init__(text)
+        code = self.close_code
+        super().__init__(self.message if code is None else f"{self.message} (close {code})")
 
 
 class Unauthenticated(ConnectionFailed):

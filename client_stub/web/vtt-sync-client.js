@@ -1,0 +1,465 @@
+// vtt-sync browser client: a dependency-free ES module speaking PROTOCOL.md v1
+// over the JSON subprotocol. What a Foundry (or any VTT) module imports:
+//
+//   import { VttSyncClient } from "./vtt-sync-client.js";
+//   const c = new VttSyncClient({ url: "ws://host:8765/", token, room: "r1" });
+//   c.on("state", (state, v) => render(state));
+//   c.on("event", (event) => log(event));
+//   await c.connect();                               // first welcome
+//   const ack = await c.command("damage", { char: "c1", amount: 3 });
+//
+// It keeps a mirror of the room (welcome state + patches in order; a gap in
+// versions sends `sync`), reconnects with capped exponential backoff and
+// jitter, resumes with `since`, and re-sends the commands still waiting for an
+// answer under their original ids (the server deduplicates them). Close codes
+// 4400/4401/4403/4404 are final; every other close is retried.
+
+export const SUBPROTOCOL = "vtt-sync.json.v1";
+export const MAX_FRAME = 64 * 1024;
+
+export const FINAL_CLOSE_CODES = Object.freeze({
+  4400: "protocol misuse",
+  4401: "bad token or room",
+  4403: "this user was removed or its token rotated",
+  4404: "the room was deleted",
+});
+
+/** The server refused a command: `code` is PROTOCOL.md's error code. */
+export class CommandError extends Error {
+  constructor(code, message, id = null) {
+    super(message ? `${code}: ${message}` : code);
+    this.name = "CommandError";
+    this.code = code;
+    this.serverMessage = message || "";
+    this.id = id;
+  }
+}
+
+/** The session ended for good (`closeCode` 4401, 4403, 4404...) or was closed. */
+export class ConnectionFailed extends Error {
+  constructor(message, closeCode = null) {
+    super(closeCode ? `${message} (close ${closeCode})` : message);
+    this.name = "ConnectionFailed";
+    this.code = closeCode === null ? "closed" : `close_${closeCode}`;
+    this.closeCode = closeCode;
+  }
+}
+
+const clone =
+  typeof structuredClone === "function" ? structuredClone : (v) => JSON.parse(JSON.stringify(v));
+
+/** Apply patch ops (`["set", path, value]`, `["del", path]`) to `state` in place. */
+export function applyOps(state, ops) {
+  for (const op of ops || []) {
+    const [kind, path] = op;
+    if (!Array.isArray(path) || path.length === 0) throw new Error("an op needs a path");
+    let target = state;
+    for (const key of path.slice(0, -1)) target = target[key];
+    const last = path[path.length - 1];
+    if (kind === "set") target[last] = clone(op[2]);
+    else if (kind === "del") delete target[last];
+    else throw new Error(`unknown patch op ${kind}`);
+  }
+  return state;
+}
+
+function randomPrefix() {
+  const bytes = new Uint8Array(4);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class VttSyncClient {
+  /**
+   * @param {object} opts
+   * @param {string} opts.url     ws:// or wss:// URL of the server
+   * @param {string} opts.token   the user's secret (sent in the hello only)
+   * @param {string} [opts.room]  room id (omit for the admin session)
+   */
+  constructor({
+    url,
+    token,
+    room = null,
+    reconnect = true,
+    backoffInitial = 200,
+    backoffMax = 10000,
+    backoffFactor = 2,
+    helloTimeout = 10000,
+    idPrefix = null,
+    WebSocketImpl = globalThis.WebSocket,
+  }) {
+    this.url = url;
+    this.room = room;
+    this.reconnect = reconnect;
+    this.backoffInitial = backoffInitial;
+    this.backoffMax = backoffMax;
+    this.backoffFactor = backoffFactor;
+    this.helloTimeout = helloTimeout;
+    this.state = null;
+    this.version = null;
+    this.user = null;
+    this.role = null;
+    this.status = "idle"; // idle, connecting, connected, disconnected, failed, closed
+    this.connections = 0;
+    this.failure = null;
+    Object.defineProperty(this, "_token", { value: token, enumerable: false });
+    this._WS = WebSocketImpl;
+    this._prefix = idPrefix || randomPrefix();
+    this._counter = 0;
+    this._ws = null;
+    this._attempt = 0;
+    this._timer = null;
+    this._helloTimer = null;
+    this._closed = false;
+    this._pending = new Map(); // id -> {frame, resolve, reject, timer}
+    this._parked = []; // acks whose version the mirror has not reached yet
+    this._ahead = new Map(); // future patches buffered across a gap
+    this._syncSentAt = null;
+    this._authMessage = null;
+    this._listeners = new Map();
+    this._historyWaiters = [];
+    this._settle = null;
+    this._settled = new Promise((resolve, reject) => (this._settle = { resolve, reject }));
+    this._settled.catch(() => {});
+  }
+
+  // --- listeners -----------------------------------------------------------
+
+  /** Subscribe: "patch" (patch), "event" (event, patch), "state" (state, v),
+   * "status" (status, detail), "error" (frame, for errors answering no command),
+   * "welcome" (frame). Returns a function that unsubscribes. */
+  on(type, fn) {
+    if (!this._listeners.has(type)) this._listeners.set(type, new Set());
+    this._listeners.get(type).add(fn);
+    return () => this.off(type, fn);
+  }
+
+  off(type, fn) {
+    this._listeners.get(type)?.delete(fn);
+  }
+
+  _emit(type, ...args) {
+    for (const fn of [...(this._listeners.get(type) || [])]) {
+      try {
+        fn(...args);
+      } catch (err) {
+        console.error(`vtt-sync ${type} listener failed`, err);
+      }
+    }
+  }
+
+  _setStatus(status, detail = "") {
+    this.status = status;
+    this._emit("status", status, detail);
+  }
+
+  // --- lifecycle -----------------------------------------------------------
+
+  /** Open the session; resolves at the first welcome, rejects on a final close. */
+  connect() {
+    if (this._closed) return Promise.reject(new ConnectionFailed("client closed"));
+    if (!this._ws && this._timer === null && this.status === "idle") this._open();
+    return this._settled;
+  }
+
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    clearTimeout(this._timer);
+    clearTimeout(this._helloTimer);
+    const ws = this._ws;
+    this._ws = null;
+    if (ws) {
+      try {
+        ws.close(1000, "client closed");
+      } catch {
+        /* already closed */
+      }
+    }
+    this._finish(new ConnectionFailed("client closed"));
+    this._setStatus("closed");
+  }
+
+  get connected() {
+    return this.status === "connected";
+  }
+
+  _open() {
+    this._timer = null;
+    if (this._closed) return;
+    this._setStatus("connecting", this.url);
+    let ws;
+    try {
+      ws = new this._WS(this.url, [SUBPROTOCOL]);
+    } catch (err) {
+      this._scheduleReconnect(String(err));
+      return;
+    }
+    this._ws = ws;
+    let welcomed = false;
+    ws.onopen = () => {
+      const hello = { t: "hello", proto: 1, token: this._token };
+      if (this.room !== null) hello.room = this.room;
+      if (this.state !== null && this.version !== null) hello.since = this.version;
+      ws.send(JSON.stringify(hello));
+      this._helloTimer = setTimeout(() => ws.close(4000, "no welcome"), this.helloTimeout);
+    };
+    ws.onmessage = (msg) => {
+      if (ws !== this._ws) return;
+      let frame;
+      try {
+        frame = JSON.parse(msg.data);
+      } catch {
+        console.warn("vtt-sync: undecodable frame ignored");
+        return;
+      }
+      if (!frame || typeof frame !== "object") return;
+      if (frame.t === "welcome") {
+        welcomed = true;
+        clearTimeout(this._helloTimer);
+        this._onWelcome(frame);
+      } else {
+        this._handle(frame);
+      }
+    };
+    ws.onerror = () => {}; // a close event always follows
+    ws.onclose = (ev) => {
+      clearTimeout(this._helloTimer);
+      if (ws !== this._ws) return;
+      this._ws = null;
+      if (this._closed) return;
+      if (ev.code in FINAL_CLOSE_CODES) {
+        const message = this._authMessage || ev.reason || FINAL_CLOSE_CODES[ev.code];
+        this._fail(new ConnectionFailed(message, ev.code));
+        return;
+      }
+      if (welcomed) this._attempt = 0;
+      this._scheduleReconnect(`connection closed (${ev.code})`);
+    };
+  }
+
+  _scheduleReconnect(detail) {
+    this._setStatus("disconnected", detail);
+    if (!this.reconnect) {
+      this._fail(new ConnectionFailed(`disconnected: ${detail}`));
+      return;
+    }
+    const base = Math.min(this.backoffMax, this.backoffInitial * this.backoffFactor ** this._attempt);
+    this._attempt += 1;
+    const delay = base * (0.5 + Math.random() * 0.5);
+    this._timer = setTimeout(() => this._open(), delay);
+  }
+
+  /** Reconnect at once (e.g. when the browser comes back online). */
+  retryNow() {
+    if (this._closed || this._ws || this._timer === null) return;
+    clearTimeout(this._timer);
+    this._open();
+  }
+
+  _fail(err) {
+    this.failure = err;
+    this._closed = true;
+    this._settle.reject(err);
+    this._finish(err);
+    this._setStatus("failed", err.message);
+  }
+
+  _finish(err) {
+    for (const w of this._historyWaiters.splice(0)) w.resolve([]);
+    for (const p of this._pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    this._pending.clear();
+    for (const [, p] of this._parked) p.reject(err);
+    this._parked = [];
+  }
+
+  // --- commands ------------------------------------------------------------
+
+  /** Send a command; resolves with the ack once the mirror holds its version,
+   * rejects with a CommandError (`code`, `serverMessage`) when refused. */
+  command(op, args = {}, { expect = null, id = null, timeout = null } = {}) {
+    if (this._closed) return Promise.reject(this.failure || new ConnectionFailed("client closed"));
+    this._counter += 1;
+    const cid = id || `${this._prefix}-${this._counter}`;
+    const frame = { t: "cmd", id: cid, op, args };
+    if (expect !== null && expect !== undefined) frame.expect = expect;
+    const text = JSON.stringify(frame);
+    if (new TextEncoder().encode(text).length > MAX_FRAME) {
+      return Promise.reject(new CommandError("frame_too_big", "frame over 64 KiB", cid));
+    }
+    return new Promise((resolve, reject) => {
+      const pending = { frame, resolve, reject, timer: null };
+      if (timeout) {
+        pending.timer = setTimeout(() => {
+          this._pending.delete(cid);
+          reject(new CommandError("timeout", `no answer within ${timeout} ms`, cid));
+        }, timeout);
+      }
+      this._pending.set(cid, pending);
+      if (this.connected) this._send(frame);
+    });
+  }
+
+  /** The last `count` patches before the current version (for an event log
+   * on arrival), asked with `sync`; resolves with [] if the server no longer
+   * has them. Does not change the mirror. */
+  history(count = 30) {
+    if (!this.connected || this.version === null) return Promise.resolve([]);
+    const since = Math.max(0, this.version - count);
+    if (since >= this.version) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      this._historyWaiters.push({ upTo: this.version, resolve });
+      if (!this._send({ t: "sync", since })) {
+        this._historyWaiters.pop();
+        resolve([]);
+      }
+    });
+  }
+
+  get pendingCommands() {
+    return [...this._pending.keys()];
+  }
+
+  _send(frame) {
+    const ws = this._ws;
+    if (!ws || ws.readyState !== 1) return false;
+    ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  // --- mirror --------------------------------------------------------------
+
+  _onWelcome(frame) {
+    this.user = frame.user ?? null;
+    this.role = frame.role ?? null;
+    this._authMessage = null;
+    this._syncSentAt = null;
+    if (frame.state) {
+      this._reset(frame.state, frame.v);
+    } else if (Array.isArray(frame.patches)) {
+      const applied = [];
+      for (const p of frame.patches) applied.push(...this._feed(p));
+      this._changed(applied, false);
+      if (typeof frame.v === "number" && this.version !== null && this.version < frame.v) {
+        this._requestSync();
+      }
+    }
+    this.connections += 1;
+    this._setStatus("connected", `${this.user} (${this.role})`);
+    this._emit("welcome", frame);
+    this._settle.resolve(this);
+    for (const p of this._pending.values()) this._send(p.frame);
+  }
+
+  _reset(state, v) {
+    this.state = clone(state);
+    this.version = v;
+    this._changed(this._drain(), true);
+  }
+
+  /** Returns the patches applied (in order); buffers a future one. */
+  _feed(patch) {
+    if (this.state === null || typeof patch.v !== "number") return [];
+    if (patch.v <= this.version) return [];
+    if (patch.v > this.version + 1) {
+      this._ahead.set(patch.v, patch);
+      this._requestSync();
+      return [];
+    }
+    applyOps(this.state, patch.ops);
+    this.version = patch.v;
+    return [patch, ...this._drain()];
+  }
+
+  _drain() {
+    const applied = [];
+    for (const v of [...this._ahead.keys()].sort((a, b) => a - b)) {
+      if (v <= this.version) this._ahead.delete(v);
+      else if (v === this.version + 1) {
+        const patch = this._ahead.get(v);
+        this._ahead.delete(v);
+        applyOps(this.state, patch.ops);
+        this.version = v;
+        applied.push(patch);
+      } else break;
+    }
+    return applied;
+  }
+
+  _requestSync() {
+    if (this.version === null || this._syncSentAt === this.version) return;
+    if (this._send({ t: "sync", since: this.version })) this._syncSentAt = this.version;
+  }
+
+  _changed(applied, reset) {
+    for (const patch of applied) {
+      this._emit("patch", patch);
+      for (const event of patch.events || []) this._emit("event", event, patch);
+    }
+    if (!applied.length && !reset) return;
+    if (this._parked.length) {
+      const keep = [];
+      for (const [v, p, ack] of this._parked) {
+        if (v <= this.version) p.resolve(ack);
+        else keep.push([v, p, ack]);
+      }
+      this._parked = keep;
+    }
+    this._emit("state", this.state, this.version);
+  }
+
+  _handle(frame) {
+    switch (frame.t) {
+      case "patch":
+        this._changed(this._feed(frame), false);
+        break;
+      case "patches": {
+        const first = (frame.patches || [])[0];
+        if (this._historyWaiters.length && first && first.v <= this.version) {
+          const { upTo, resolve } = this._historyWaiters.shift();
+          resolve(frame.patches.filter((p) => p.v <= upTo));
+        } else this._syncSentAt = null;
+        const applied = [];
+        for (const p of frame.patches || []) applied.push(...this._feed(p));
+        this._changed(applied, false);
+        if (this._ahead.size) this._requestSync();
+        break;
+      }
+      case "snapshot":
+        this._syncSentAt = null;
+        for (const w of this._historyWaiters.splice(0)) w.resolve([]);
+        this._reset(frame.state, frame.v);
+        break;
+      case "ack": {
+        const p = this._pending.get(frame.id);
+        if (!p) return;
+        this._pending.delete(frame.id);
+        clearTimeout(p.timer);
+        if (typeof frame.v === "number" && (this.version === null || this.version < frame.v)) {
+          this._parked.push([frame.v, p, frame]); // its patch is missing: ask for it
+          this._requestSync();
+        } else p.resolve(frame);
+        break;
+      }
+      case "error": {
+        const p = frame.id ? this._pending.get(frame.id) : null;
+        if (p) {
+          this._pending.delete(frame.id);
+          clearTimeout(p.timer);
+          p.reject(new CommandError(frame.code, frame.message, frame.id));
+          return;
+        }
+        if (frame.code === "unauthenticated") this._authMessage = frame.message || null;
+        this._emit("error", frame);
+        break;
+      }
+      default:
+        break; // unknown frames are ignored (the protocol only grows)
+    }
+  }
+}
+
+export default VttSyncClient;

@@ -1,0 +1,87 @@
+"""`vtt-sync client cmd|state|watch --once` as subprocesses against a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from client_stub.cli import normalize_url, parse_pairs
+from tests.helpers.live_table import ROOM, LiveTable
+
+pytestmark = pytest.mark.timeout(60)
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def run(t: LiveTable, *argv: str, token: str | None = None, entry: str = "client_stub"):
+    env = {
+        **os.environ,
+        "VTT_SYNC_URL": t.http_url,  # the page's address works too
+        "VTT_SYNC_TOKEN": token or t.token("gm"),
+        "VTT_SYNC_ROOM": ROOM,
+        "COLUMNS": "100",
+    }
+    args = ["client", *argv] if entry == "sync_server" else list(argv)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        entry,
+        *args,
+        cwd=REPO,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    return proc.returncode, out.decode(), err.decode()
+
+
+def test_parse_pairs_json_or_string() -> None:
+    args = parse_pairs(["amount=3", "nonlethal=true", 'order=["c1","c2"]', "char=c1", "x=null"])
+    assert args == {"amount": 3, "nonlethal": True, "order": ["c1", "c2"], "char": "c1", "x": None}
+    assert parse_pairs(["name=Aline la Brave", 'set={"pv": 3}'])["set"] == {"pv": 3}
+    with pytest.raises(ValueError):
+        parse_pairs(["amount"])
+    assert normalize_url("http://h:1/#room=x&token=y") == "ws://h:1/"
+    assert normalize_url("127.0.0.1:8765") == "ws://127.0.0.1:8765/"
+
+
+async def test_cmd_prints_ack_and_state_prints_state(table: LiveTable) -> None:
+    code, out, err = await run(table, "cmd", "damage", "char=c1", "amount=3", "nonlethal=true")
+    assert code == 0, err
+    ack = json.loads(out)
+    assert ack["t"] == "ack" and isinstance(ack["v"], int)
+    code, out, err = await run(table, "state", entry="sync_server")  # `vtt-sync client state`
+    assert code == 0, err
+    v, state = await table.state()
+    assert json.loads(out) == state and ack["v"] == v
+    assert state["characters"]["c1"]["pe"] == 15 - 3
+    for text in (out, err):
+        assert table.token("gm") not in text
+
+
+async def test_cmd_refused_exits_non_zero_with_json_error(table: LiveTable) -> None:
+    code, out, _ = await run(table, "cmd", "damage", "char=c1", "amount=1", token=table.token("p1"))
+    assert code == 1
+    assert json.loads(out)["error"] == "forbidden"
+    code, out, _ = await run(table, "cmd", "combat_start", 'order=["c1","nobody"]')
+    assert code == 1 and json.loads(out)["error"] in {"not_found", "invalid_args"}
+
+
+async def test_bad_token_exits_3_without_echoing_it(table: LiveTable) -> None:
+    code, out, err = await run(table, "state", token="wrong-token-123")
+    assert code == 3
+    assert json.loads(err)["close_code"] == 4401
+    assert "wrong-token-123" not in out + err
+
+
+async def test_watch_once_renders_the_table(table: LiveTable) -> None:
+    await table.server.room_command(ROOM, table.user("gm"), "combat_start", {"order": ["c2", "c1"]})
+    code, out, err = await run(table, "watch", "--once")
+    assert code == 0, err
+    for text in ("Demo table", "Aline", "Bastien", "conscious", "Round 1", "38/38"):
+        assert text in out
