@@ -1,0 +1,242 @@
+"""Fan-out: delivering a room's frames to its clients.
+
+`FanOut` is the seam for a multi-node mode (Redis pub/sub, say): rooms call
+`publish` and never see a socket. The in-process implementation encodes a
+frame ONCE per subprotocol present in the room and hands the same bytes to
+every client's `Outbox`.
+
+An `Outbox` is one client's bounded queue of encoded frames, drained by its
+own writer task. A client that stops reading cannot delay anyone else (the
+room only appends to queues) and cannot grow memory without bound: past
+the limit its queue is dropped and it is closed with 1013, to resume with
+`since`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
+from websockets.exceptions import ConnectionClosed
+
+from sync_server.codec import Codec
+from sync_server.limits import CLOSE_TIMEOUT_SECONDS, OUTBOX_MAX_BYTES, OUTBOX_MAX_FRAMES
+
+log = logging.getLogger(__name__)
+
+CLOSE_GOING_AWAY = 1001
+CLOSE_TOO_SLOW = 1013
+
+
+class Connection(Protocol):
+    """What an Outbox needs of a WebSocket connection (websockets'
+    ServerConnection fits)."""
+
+    async def send(self, message: bytes | str) -> None: ...
+
+    async def close(self, code: int = 1000, reason: str = "") -> None: ...
+
+
+@attrs.frozen
+class _Close:
+    code: int
+    reason: str
+
+
+class Outbox:
+    """One client's bounded queue of encoded frames and the task writing it."""
+
+    def __init__(
+        self,
+        ws: Connection,
+        codec: Codec,
+        user: str,
+        *,
+        max_frames: int = OUTBOX_MAX_FRAMES,
+        max_bytes: int = OUTBOX_MAX_BYTES,
+        on_sent: Callable[[int], None] | None = None,
+        on_too_slow: Callable[[], None] | None = None,
+    ) -> None:
+        self.ws = ws
+        self.codec = codec
+        self.user = user
+        self.max_frames = max_frames
+        self.max_bytes = max_bytes
+        self._on_sent = on_sent
+        self._on_too_slow = on_too_slow
+        self._queue: deque[bytes | str | _Close] = deque()
+        self._bytes = 0
+        self._wake = asyncio.Event()
+        self.closing = False  # no more frames accepted
+        self._aborted = False
+        self.close_code: int | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def send(self, frame: dict[str, Any]) -> None:
+        """Encode and queue one frame for this client only."""
+        if not self.closing:
+            self.push(self.codec.encode(frame))
+
+    def push(self, data: bytes | str) -> None:
+        """Queue an already-encoded frame (fan-out shares the bytes)."""
+        if self.closing:
+            return
+        if len(self._queue) >= self.max_frames or self._bytes + len(data) > self.max_bytes:
+            self.abort(CLOSE_TOO_SLOW, "too slow to read; resume with since")
+            if self._on_too_slow is not None:
+                self._on_too_slow()
+            return
+        self._queue.append(data)
+        self._bytes += len(data)
+        self._wake.set()
+
+    def close_after(self, code: int, reason: str) -> None:
+        """Close once every frame queued so far is sent (e.g. 4403 after
+        the ack carrying a rotated token, 1001 at shutdown)."""
+        if self.closing:
+            return
+        self.closing = True
+        self.close_code = code
+        self._queue.append(_Close(code, reason))
+        self._wake.set()
+
+    def abort(self, code: int, reason: str) -> None:
+        """Close now, dropping what is queued (slow consumer, deleted room)."""
+        if self._aborted:
+            return
+        self._aborted = True
+        self.closing = True
+        self.close_code = code
+        self._queue.clear()
+        self._bytes = 0
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._task = asyncio.get_running_loop().create_task(self._close(code, reason))
+
+    async def _close(self, code: int, reason: str) -> None:
+        # websockets bounds the closing handshake by its close timeout, but
+        # not the wait for the write buffer to drain before the close frame
+        # goes out: a peer that never reads would hold us forever. Bound it.
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+                await self.ws.close(code, reason)
+        except (ConnectionClosed, OSError):
+            pass
+        except TimeoutError:
+            transport = getattr(self.ws, "transport", None)
+            if transport is not None:
+                transport.abort()
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    async def flushed(self) -> None:
+        """Wait until the writer finished (queue sent and close done)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.shield(self._task)
+
+    async def stop(self) -> None:
+        """Cancel the writer (the connection is already gone)."""
+        self.closing = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                while not self._queue:
+                    self._wake.clear()
+                    await self._wake.wait()
+                item = self._queue.popleft()
+                if isinstance(item, _Close):
+                    await self._close(item.code, item.reason)
+                    return
+                self._bytes -= len(item)
+                await self.ws.send(item)
+                if self._on_sent is not None:
+                    self._on_sent(1)
+        except ConnectionClosed:
+            self.closing = True
+
+
+class FanOut(Protocol):
+    """Delivery of room frames to the room's clients, wherever they are."""
+
+    def subscribe(self, room: str, client: Outbox) -> None: ...
+
+    def unsubscribe(self, room: str, client: Outbox) -> None: ...
+
+    def publish(self, room: str, frame: dict[str, Any]) -> None:
+        """Send one frame to every client of the room, in publish order."""
+        ...
+
+    def count(self, room: str, user: str | None = None) -> int: ...
+
+    def total(self) -> int: ...
+
+    def close_room(self, room: str, code: int, reason: str) -> None: ...
+
+    def close_user(self, room: str, user: str, code: int, reason: str) -> None:
+        """Close a user's connections after the frames already queued."""
+        ...
+
+    def all_clients(self) -> list[Outbox]: ...
+
+
+class LocalFanOut:
+    """`FanOut` for one process: a set of outboxes per room."""
+
+    def __init__(self) -> None:
+        self._rooms: dict[str, dict[Outbox, None]] = {}  # insertion-ordered sets
+
+    def subscribe(self, room: str, client: Outbox) -> None:
+        self._rooms.setdefault(room, {})[client] = None
+
+    def unsubscribe(self, room: str, client: Outbox) -> None:
+        clients = self._rooms.get(room)
+        if clients is not None:
+            clients.pop(client, None)
+            if not clients:
+                del self._rooms[room]
+
+    def publish(self, room: str, frame: dict[str, Any]) -> None:
+        encoded: dict[str, bytes | str] = {}
+        for client in list(self._rooms.get(room, ())):
+            data = encoded.get(client.codec.name)
+            if data is None:
+                data = encoded[client.codec.name] = client.codec.encode(frame)
+            client.push(data)
+
+    def count(self, room: str, user: str | None = None) -> int:
+        clients = self._rooms.get(room, {})
+        if user is None:
+            return sum(1 for c in clients if not c.closing)
+        return sum(1 for c in clients if c.user == user and not c.closing)
+
+    def total(self) -> int:
+        return sum(len(c) for c in self._rooms.values())
+
+    def close_room(self, room: str, code: int, reason: str) -> None:
+        for client in list(self._rooms.pop(room, {})):
+            client.abort(code, reason)
+
+    def close_user(self, room: str, user: str, code: int, reason: str) -> None:
+        for client in list(self._rooms.get(room, ())):
+            if client.user == user:
+                client.close_after(code, reason)
+                self.unsubscribe(room, client)
+
+    def all_clients(self) -> list[Outbox]:
+        return [c for clients in self._rooms.values() for c in clients]

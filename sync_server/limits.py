@@ -1,0 +1,150 @@
+"""Every limit of the server, with the reason for its value beside it.
+
+Kept in one module so that a reviewer (and docs/security.md) can see the
+whole envelope at a glance, and tests can import the exact numbers instead
+of repeating them.
+"""
+
+from __future__ import annotations
+
+# --- Transport (PROTOCOL.md, Transport) -----------------------------------
+
+# The largest frame accepted. A command is a few hundred bytes; 64 KiB is
+# far above any honest one and keeps a hostile frame from costing memory.
+# websockets closes the connection with 1009 past it.
+MAX_FRAME_BYTES = 64 * 1024
+
+# The first frame must be a hello within this many seconds (else 4408): a
+# socket that never authenticates must not hold a slot forever.
+HELLO_TIMEOUT_SECONDS = 10.0
+
+# Maps and lists nested deeper than this are refused as bad_frame: nothing
+# in the protocol nests more than ~6 levels, and deep nesting is a classic
+# way to exhaust a decoder's stack.
+MAX_NESTING = 32
+
+# Integers must fit in MessagePack's range, so that both subprotocols carry
+# exactly the same values (a JSON client could otherwise send 2**100, which
+# the log could not store).
+MIN_INT = -(2**63)
+MAX_INT = 2**64 - 1
+
+# Command ids are chosen by clients and stored for deduplication; bound them.
+MAX_CMD_ID_LENGTH = 128
+
+# Keepalive: detect dead peers (flaky Wi-Fi) within about 40 s.
+PING_INTERVAL_SECONDS = 20.0
+PING_TIMEOUT_SECONDS = 20.0
+
+# A closing handshake that the peer does not complete in this time is cut
+# (a slow or vanished client must not hold the server's shutdown).
+CLOSE_TIMEOUT_SECONDS = 5.0
+
+# websockets' kernel-side write buffer high-water mark. Past it, sends wait,
+# and our own per-client outbox (below) absorbs the backlog.
+WRITE_LIMIT_BYTES = 64 * 1024
+
+# Incoming frames buffered per connection before websockets stops reading
+# the socket (TCP back-pressure on a flooding client).
+MAX_INCOMING_QUEUE = 16
+
+# --- Rate limits (PROTOCOL.md, Transport; issue 5) ------------------------
+
+# Player and observer sessions: a human clicking buttons. 20/s sustained
+# with a burst of 40 is far above any honest use and cheap for the server.
+PLAYER_RATE_PER_SECOND = 20.0
+PLAYER_BURST = 40
+
+# GM and admin sessions (VTT modules, scripts): unlimited unless the server
+# is started with --gm-rate; None means "no limit".
+GM_RATE_PER_SECOND: float | None = None
+
+# --- Connections (issue 5) ------------------------------------------------
+
+# Per user: a GM may run the VTT module, a laptop and a tablet at once;
+# 16 screens is generous, and bounds what one stolen token can open.
+MAX_CONNECTIONS_PER_USER = 16
+
+# Per room: a table is a handful of people; 256 leaves room for spectators
+# and stream overlays while bounding one room's fan-out cost.
+MAX_CONNECTIONS_PER_ROOM = 256
+
+# Admin sessions at once (scripts): few are needed.
+MAX_ADMIN_CONNECTIONS = 16
+
+# Close code for a refused connection over one of the limits above: a
+# project addition (PROTOCOL.md allows adding). 1013 would tell the client
+# to resume, which would loop; 4429 says "too many", like HTTP 429.
+CLOSE_TOO_MANY_CONNECTIONS = 4429
+
+# --- Per-client outgoing queue (PROTOCOL.md: 1013 for slow readers) -------
+
+# Frames waiting for one client. A healthy client drains its queue in
+# milliseconds; one that lags this far behind is closed with 1013 and
+# resumes with `since`, so the server's memory stays bounded.
+OUTBOX_MAX_FRAMES = 2000
+
+# The same bound in bytes (a few large snapshots count more than patches).
+OUTBOX_MAX_BYTES = 8 * 1024 * 1024
+
+# --- Rooms ----------------------------------------------------------------
+
+# Commands one session may have queued in its room and not yet answered.
+# Past it the session stops reading its socket (back-pressure), so one
+# flooding GM script cannot grow a room's queue without bound.
+MAX_INFLIGHT_PER_SESSION = 64
+
+# Commands applied in memory and committed together in one transaction
+# (group commit). Bigger batches amortise the fsync; this bound keeps the
+# latency of the first command in a batch low.
+MAX_COMMAND_BATCH = 128
+
+# Recent patches kept in memory per loaded room, to answer `since` and
+# `sync` without touching the database.
+RECENT_PATCHES_IN_MEMORY = 500
+
+# The most patches a welcome or a `patches` reply carries; further behind,
+# the client gets the state (cheaper than thousands of patches).
+MAX_RESUME_PATCHES = 1000
+
+# Command ids remembered for deduplication, per room, counted in versions:
+# a retry arrives seconds after a reconnect, not 100,000 commands later.
+DEDUP_WINDOW_VERSIONS = 100_000
+
+# A full snapshot of a room every this many versions, so a restart replays
+# at most this many patches per room.
+SNAPSHOT_EVERY_VERSIONS = 200
+
+# Snapshots kept per room (older ones are deleted with the new one).
+SNAPSHOTS_KEPT = 2
+
+# A loaded room with no client and no work is dropped from memory after
+# this long (it reloads lazily), so 10,000 rooms do not all stay resident.
+ROOM_IDLE_UNLOAD_SECONDS = 300.0
+
+# Room ids: they appear in URLs and paths; keep them short and plain.
+ROOM_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+
+# Names given to create_room (checked by the server: admin ops are its own).
+MAX_ROOM_NAME = 100
+
+# --- Tokens ---------------------------------------------------------------
+
+# Bytes of entropy in a user token (secrets.token_urlsafe): 256 bits.
+TOKEN_BYTES = 32
+
+# Longest token accepted in a hello: real ones are 43 characters; anything
+# much longer is not a token and is not worth hashing.
+MAX_TOKEN_LENGTH = 256
+
+# A token created by add_user / rotate_token / create_room is kept in memory
+# (never on disk) this long so that a retried command (same id, after a
+# reconnect) can be answered with its first ack, token included. After that,
+# or after a restart, the dup ack carries the result without the token.
+TOKEN_RETRY_SECONDS = 600.0
+
+# --- Shutdown -------------------------------------------------------------
+
+# On SIGINT/SIGTERM: how long queued commands may take to finish and commit,
+# and clients' outboxes to flush, before the connections are closed (1001).
+SHUTDOWN_DRAIN_SECONDS = 10.0

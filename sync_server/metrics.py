@@ -1,0 +1,65 @@
+"""Prometheus metrics, in a registry of the server's own.
+
+Not the global registry: tests run several servers in one process, and each
+must count only its own traffic.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+import rules
+
+# Ops allowed as label values; anything else is counted as "other", so a
+# client sending random op names cannot create unbounded label series.
+KNOWN_OPS = frozenset(rules.OPS) | rules.USER_OPS | rules.LOG_OPS | rules.ADMIN_OPS
+
+
+def op_label(op: object) -> str:
+    return op if isinstance(op, str) and op in KNOWN_OPS else "other"
+
+
+class Metrics:
+    """Every instrument of one server."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.rooms = Gauge("vtt_rooms", "Rooms that exist", registry=r)
+        self.rooms_loaded = Gauge("vtt_rooms_loaded", "Rooms loaded in memory", registry=r)
+        self.connections = Gauge("vtt_connections", "Authenticated connections", registry=r)
+        self.commands = Counter(
+            "vtt_commands", "Commands by op and outcome", ["op", "outcome"], registry=r
+        )
+        self.command_seconds = Histogram(
+            "vtt_command_seconds",
+            "From a command's arrival to its ack or error",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=r,
+        )
+        self.patches = Counter("vtt_patches", "Patches published (versions)", registry=r)
+        self.frames_sent = Counter("vtt_frames_sent", "Frames written to clients", registry=r)
+        self.commit_group = Histogram(
+            "vtt_commit_group_jobs",
+            "Write jobs committed per transaction (group commit)",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            registry=r,
+        )
+        self.slow_closes = Counter(
+            "vtt_slow_consumer_closes", "Clients closed with 1013 (too slow)", registry=r
+        )
+        self.rate_limited = Counter(
+            "vtt_rate_limited", "Frames refused by the rate limit", registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,407 @@
+"""SQLite storage (stdlib sqlite3, WAL), behind the `Storage` interface.
+
+One thread owns the one connection and runs every job in submission order.
+Consecutive write jobs found waiting are committed in ONE transaction
+(group commit): when several rooms, or a burst in one room, wait on the
+disk, they share a single fsync. Each job runs inside a SAVEPOINT, so one
+failing job (a constraint, say) is rolled back alone and the others still
+commit. A job's future is resolved only after COMMIT returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from rules import apply_ops
+from sync_server.limits import SNAPSHOTS_KEPT
+from sync_server.storage import (
+    AdminRecord,
+    DedupEntry,
+    LoadedRoom,
+    PatchRow,
+    StorageError,
+    UndoTarget,
+    VersionRecord,
+)
+
+log = logging.getLogger(__name__)
+
+DB_FILE = "vtt-sync.sqlite3"
+SCHEMA_VERSION = "1"
+
+# Write jobs committed together at most: bounds one transaction's size and
+# so the latency of the first job waiting in it.
+MAX_GROUP_JOBS = 256
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rooms (room TEXT PRIMARY KEY, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS users (
+    room TEXT NOT NULL, user TEXT NOT NULL, token_hash BLOB NOT NULL UNIQUE,
+    PRIMARY KEY (room, user)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS versions (
+    room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
+    op TEXT NOT NULL, args BLOB NOT NULL, ops BLOB NOT NULL, inverse BLOB NOT NULL,
+    events BLOB NOT NULL, result BLOB NOT NULL, undoable INTEGER NOT NULL,
+    undone INTEGER NOT NULL DEFAULT 0, undoes INTEGER, ts REAL NOT NULL,
+    PRIMARY KEY (room, v)) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS versions_cmd ON versions (room, user, cmd_id)
+    WHERE cmd_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS versions_undo ON versions (room, v)
+    WHERE undoable = 1 AND undone = 0;
+CREATE TABLE IF NOT EXISTS snapshots (
+    room TEXT NOT NULL, v INTEGER NOT NULL, state BLOB NOT NULL,
+    PRIMARY KEY (room, v)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS admin_log (
+    cmd_id TEXT PRIMARY KEY, op TEXT NOT NULL, args BLOB NOT NULL,
+    result BLOB NOT NULL, ts REAL NOT NULL);
+"""
+
+
+def _pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def _unpack(blob: bytes) -> Any:
+    return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+
+
+class _Job:
+    __slots__ = ("fn", "future", "loop", "write")
+
+    def __init__(
+        self,
+        fn: Callable[[sqlite3.Connection], Any],
+        write: bool,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+    ) -> None:
+        self.fn, self.write, self.loop, self.future = fn, write, loop, future
+
+
+def _resolve(job: _Job, result: Any = None, error: BaseException | None = None) -> None:
+    def settle() -> None:
+        if job.future.done():
+            return
+        if error is not None:
+            job.future.set_exception(error)
+        else:
+            job.future.set_result(result)
+
+    # RuntimeError: the loop is closed, nobody waits any more.
+    with contextlib.suppress(RuntimeError):
+        job.loop.call_soon_threadsafe(settle)
+
+
+class SqliteStorage:
+    """`Storage` on one SQLite file in the data directory."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        synchronous: str = "FULL",
+        on_group: Callable[[int], None] | None = None,
+    ) -> None:
+        self.path = Path(data_dir) / DB_FILE
+        self.synchronous = synchronous
+        self._on_group = on_group
+        self._jobs: deque[_Job | None] = deque()
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    # --- lifecycle --------------------------------------------------------
+
+    async def open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StorageError(f"{self.path}: cannot enable WAL (journal_mode={mode})")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.executescript(SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+            )
+            found = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
+            if found != SCHEMA_VERSION:
+                raise StorageError(
+                    f"{self.path}: schema {found}, this server knows {SCHEMA_VERSION}"
+                )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot use the data directory {self.path.parent}: {exc}") from exc
+        self._conn = conn
+        self._thread = threading.Thread(target=self._run, name="vtt-sync-sqlite", daemon=True)
+        self._thread.start()
+
+    async def close(self) -> None:
+        if self._thread is None:
+            return
+        with self._cv:
+            self._jobs.append(None)
+            self._cv.notify()
+        await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
+        self._thread = None
+
+    # --- the storage thread ----------------------------------------------
+
+    async def _submit(self, fn: Callable[[sqlite3.Connection], Any], write: bool) -> Any:
+        if self._thread is None:
+            raise StorageError("storage is closed")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        with self._cv:
+            self._jobs.append(_Job(fn, write, loop, fut))
+            self._cv.notify()
+        return await fut
+
+    def _run(self) -> None:
+        conn = self._conn
+        assert conn is not None
+        while True:
+            with self._cv:
+                while not self._jobs:
+                    self._cv.wait()
+                first = self._jobs.popleft()
+                if first is None:
+                    break
+                group = [first]
+                if first.write:
+                    while (
+                        self._jobs
+                        and self._jobs[0] is not None
+                        and self._jobs[0].write
+                        and len(group) < MAX_GROUP_JOBS
+                    ):
+                        group.append(self._jobs.popleft())  # type: ignore[arg-type]
+            if first.write:
+                self._run_writes(conn, group)
+            else:
+                try:
+                    _resolve(first, first.fn(conn))
+                except BaseException as exc:
+                    _resolve(first, error=exc)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            log.warning("final WAL checkpoint failed", exc_info=True)
+        conn.close()
+
+    def _run_writes(self, conn: sqlite3.Connection, group: list[_Job]) -> None:
+        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for job in group:
+                conn.execute("SAVEPOINT job")
+                try:
+                    value = job.fn(conn)
+                except BaseException as exc:
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    outcomes.append((job, None, exc))
+                else:
+                    conn.execute("RELEASE job")
+                    outcomes.append((job, value, None))
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            log.error("storage commit failed: %s", exc)
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            err = StorageError(f"commit to {self.path} failed: {exc}")
+            for job in group:
+                _resolve(job, error=err)
+            return
+        if self._on_group is not None:
+            self._on_group(len(group))
+        for job, value, error in outcomes:
+            _resolve(job, value, error)
+
+    # --- queries ----------------------------------------------------------
+
+    async def room_ids(self) -> set[str]:
+        def q(conn: sqlite3.Connection) -> set[str]:
+            return {r[0] for r in conn.execute("SELECT room FROM rooms")}
+
+        return await self._submit(q, write=False)
+
+    async def create_room(
+        self,
+        room: str,
+        state: dict[str, Any],
+        gm_user: str,
+        gm_token_hash: bytes,
+        admin: AdminRecord,
+    ) -> None:
+        def w(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO rooms (room, created) VALUES (?, ?)", (room, time.time()))
+            conn.execute(
+                "INSERT INTO snapshots (room, v, state) VALUES (?, 0, ?)", (room, _pack(state))
+            )
+            conn.execute(
+                "INSERT INTO users (room, user, token_hash) VALUES (?, ?, ?)",
+                (room, gm_user, gm_token_hash),
+            )
+            self._admin(conn, admin)
+
+        await self._submit(w, write=True)
+
+    async def delete_room(self, room: str, admin: AdminRecord) -> None:
+        def w(conn: sqlite3.Connection) -> None:
+            for table in ("versions", "snapshots", "users", "rooms"):
+                conn.execute(f"DELETE FROM {table} WHERE room = ?", (room,))
+            self._admin(conn, admin)
+
+        await self._submit(w, write=True)
+
+    @staticmethod
+    def _admin(conn: sqlite3.Connection, admin: AdminRecord) -> None:
+        conn.execute(
+            "INSERT INTO admin_log (cmd_id, op, args, result, ts) VALUES (?, ?, ?, ?, ?)",
+            (admin.cmd_id, admin.op, _pack(admin.args), _pack(admin.result), admin.ts),
+        )
+
+    async def admin_result(self, cmd_id: str) -> AdminRecord | None:
+        def q(conn: sqlite3.Connection) -> AdminRecord | None:
+            row = conn.execute(
+                "SELECT op, args, result, ts FROM admin_log WHERE cmd_id = ?", (cmd_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            return AdminRecord(cmd_id, row[0], _unpack(row[1]), _unpack(row[2]), row[3])
+
+        return await self._submit(q, write=False)
+
+    async def load_room(self, room: str, recent: int, dedup_window: int) -> LoadedRoom | None:
+        def q(conn: sqlite3.Connection) -> LoadedRoom | None:
+            if conn.execute("SELECT 1 FROM rooms WHERE room = ?", (room,)).fetchone() is None:
+                return None
+            snap = conn.execute(
+                "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
+            ).fetchone()
+            if snap is None:
+                raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
+            v, state = snap[0], _unpack(snap[1])
+            for row in conn.execute(
+                "SELECT v, ops FROM versions WHERE room = ? AND v > ? ORDER BY v", (room, v)
+            ):
+                if row[0] != v + 1:
+                    raise StorageError(f"room {room!r}: version {v + 1} missing from the log")
+                apply_ops(state, _unpack(row[1]))
+                v = row[0]
+            rows = conn.execute(
+                "SELECT v, cmd_id, user, ops, events FROM versions "
+                "WHERE room = ? AND v > ? ORDER BY v",
+                (room, v - recent),
+            ).fetchall()
+            patches = [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+            dedup = [
+                DedupEntry(r[0], r[1], r[2], _unpack(r[3]))
+                for r in conn.execute(
+                    "SELECT user, cmd_id, v, result FROM versions "
+                    "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL ORDER BY v",
+                    (room, v - dedup_window),
+                )
+            ]
+            return LoadedRoom(room, v, state, patches, dedup)
+
+        return await self._submit(q, write=False)
+
+    async def commit(
+        self,
+        room: str,
+        records: list[VersionRecord],
+        snapshot: tuple[int, dict[str, Any]] | None,
+    ) -> None:
+        def w(conn: sqlite3.Connection) -> None:
+            for r in records:
+                conn.execute(
+                    "INSERT INTO versions (room, v, cmd_id, user, op, args, ops, inverse, events,"
+                    " result, undoable, undone, undoes, ts)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                    (
+                        room,
+                        r.v,
+                        r.cmd_id,
+                        r.user,
+                        r.op,
+                        _pack(r.args),
+                        _pack(r.ops),
+                        _pack(r.inverse),
+                        _pack(r.events),
+                        _pack(r.result),
+                        int(r.undoable),
+                        r.undoes,
+                        r.ts,
+                    ),
+                )
+                if r.undoes is not None:
+                    conn.execute(
+                        "UPDATE versions SET undone = 1 WHERE room = ? AND v = ?", (room, r.undoes)
+                    )
+                for user in r.token_del:
+                    conn.execute("DELETE FROM users WHERE room = ? AND user = ?", (room, user))
+                for user, token_hash in r.token_set:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO users (room, user, token_hash) VALUES (?, ?, ?)",
+                        (room, user, token_hash),
+                    )
+            if snapshot is not None:
+                sv, state = snapshot
+                conn.execute(
+                    "INSERT OR REPLACE INTO snapshots (room, v, state) VALUES (?, ?, ?)",
+                    (room, sv, _pack(state)),
+                )
+                conn.execute(
+                    "DELETE FROM snapshots WHERE room = ? AND v NOT IN "
+                    "(SELECT v FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT ?)",
+                    (room, room, SNAPSHOTS_KEPT),
+                )
+
+        await self._submit(w, write=True)
+
+    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
+        def q(conn: sqlite3.Connection) -> list[PatchRow]:
+            rows = conn.execute(
+                "SELECT v, cmd_id, user, ops, events FROM versions "
+                "WHERE room = ? AND v > ? AND v <= ? ORDER BY v",
+                (room, after, upto),
+            ).fetchall()
+            return [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+
+        return await self._submit(q, write=False)
+
+    async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
+        def q(conn: sqlite3.Connection) -> tuple[str, str] | None:
+            row = conn.execute(
+                "SELECT room, user FROM users WHERE token_hash = ?", (token_hash,)
+            ).fetchone()
+            return None if row is None else (row[0], row[1])
+
+        return await self._submit(q, write=False)
+
+    async def undo_target(self, room: str) -> UndoTarget | None:
+        def q(conn: sqlite3.Connection) -> UndoTarget | None:
+            row = conn.execute(
+                "SELECT v, op, user, inverse FROM versions WHERE room = ? AND undoable = 1"
+                " AND undone = 0 ORDER BY v DESC LIMIT 1",
+                (room,),
+            ).fetchone()
+            return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
+
+        return await self._submit(q, write=False)

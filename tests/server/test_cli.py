@@ -1,0 +1,108 @@
+"""The CLI: `vtt-sync serve --demo` (once, idempotent), `vtt-sync client`
+delegating to client_stub, `python -m sync_server`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from urllib.parse import parse_qs
+
+import pytest
+
+from sync_server.cli import build_parser, main
+from sync_server.ratelimit import RateSpec
+from tests.helpers.server import REPO, connect, create_table, start_subprocess_server
+
+URL_RE = re.compile(r"(http://127\.0\.0\.1:\d+)/#(room=demo&token=\S+)")
+
+
+def _demo_urls(output: list[str]) -> list[dict[str, str]]:
+    found = []
+    for line in output:
+        m = URL_RE.search(line)
+        if m:
+            q = parse_qs(m.group(2))
+            found.append({"base": m.group(1), "room": q["room"][0], "token": q["token"][0]})
+    return found
+
+
+async def test_demo_room_is_created_once_and_playable(tmp_path) -> None:
+    child = start_subprocess_server(tmp_path / "data", "--demo")
+    try:
+        urls = _demo_urls(child.output)
+        assert len(urls) == 5  # GM, three players, an observer
+        assert urls[0]["base"] == "http" + child.url[2:]
+        roles = []
+        for u in urls:
+            c = await connect(child.url, u["token"], "demo", "json")
+            roles.append(c.role)
+            state, v = c.state, c.v
+            await c.close()
+        assert roles == ["gm", "player", "player", "player", "observer"]
+        chars = state["characters"].values()
+        assert len(chars) == 4
+        assert len({c["level"] for c in chars}) == 4  # varied
+        players = {uid for uid, u in state["users"].items() if u["role"] == "player"}
+        assert {c["owner"] for c in chars} == players | {None}
+        assert child.terminate() == 0
+    finally:
+        if child.proc.poll() is None:
+            child.kill()
+    child = start_subprocess_server(tmp_path / "data", "--demo")
+    try:
+        again = _demo_urls(child.output)
+        assert [u["token"] for u in again] == [u["token"] for u in urls]
+        obs = await connect(child.url, again[-1]["token"], "demo")
+        assert obs.v == v and obs.state == state  # nothing created twice
+        await obs.close()
+    finally:
+        child.terminate()
+
+
+async def test_vtt_sync_client_delegates_to_the_python_client(tmp_path) -> None:
+    pytest.importorskip("client_stub.cli")
+    child = start_subprocess_server(tmp_path / "data")
+    try:
+        t = await create_table(child.url)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "sync_server", "client", "state", "--url", child.url,
+            "--token", t.tokens["obs"], "--room", "r1", "--compact",
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        async with asyncio.timeout(30):
+            out, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
+        state = json.loads(out.decode().strip().splitlines()[-1])
+        found = state.get("state", state)
+        assert found["room"] == "r1"
+    finally:
+        child.terminate()
+
+
+def test_serve_options() -> None:
+    ns = build_parser().parse_args(
+        ["serve", "--port", "0", "--data-dir", "d", "--rate", "10/15", "--gm-rate", "50"]
+    )
+    assert (ns.port, ns.data_dir, ns.rate, ns.gm_rate) == (
+        0,
+        "d",
+        RateSpec(10, 15),
+        RateSpec(50, 100),
+    )
+    ns = build_parser().parse_args(["serve"])
+    assert (ns.host, ns.port, ns.rate, ns.gm_rate, ns.demo) == (
+        "127.0.0.1",
+        8765,
+        RateSpec(20, 40),
+        None,
+        False,
+    )
+
+
+def test_bad_rate_is_a_usage_error(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--rate", "-3"])
+    assert "rate" in capsys.readouterr().err

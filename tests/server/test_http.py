@@ -1,0 +1,86 @@
+"""Plain HTTP on the WebSocket port: /healthz, /metrics, the page and its
+files, nothing else (PROTOCOL.md, Transport)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+from sync_server import Server
+from sync_server.config import DEFAULT_WEB_DIR
+from tests.helpers.server import Table, running_server
+
+
+def _get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+async def get(url: str) -> tuple[int, str, bytes]:
+    return await asyncio.to_thread(_get, url)
+
+
+async def test_healthz_counts_rooms_and_connections(vtt_table: Table, vtt_server: Server) -> None:
+    gm = await vtt_table.connect("gm")
+    obs = await vtt_table.connect("obs")
+    status, ctype, body = await get(vtt_server.http_url + "/healthz")
+    assert status == 200 and ctype.startswith("application/json")
+    assert json.loads(body) == {"status": "ok", "rooms": 1, "connections": 2}
+    await gm.close()
+    await obs.close()
+
+
+async def test_metrics_are_prometheus_text(vtt_table: Table, vtt_server: Server) -> None:
+    gm = await vtt_table.connect("gm")
+    await gm.ok("damage", {"char": vtt_table.chars["c_p1"], "amount": 1})
+    await gm.cmd("explode", {})
+    status, ctype, body = await get(vtt_server.http_url + "/metrics")
+    text = body.decode()
+    assert status == 200 and ctype.startswith("text/plain")
+    assert 'vtt_commands_total{op="damage",outcome="ok"} 1.0' in text
+    assert 'vtt_commands_total{op="other",outcome="unknown_op"} 1.0' in text
+    assert "vtt_command_seconds_bucket" in text
+    assert "vtt_patches_total" in text and "vtt_connections 1.0" in text
+    assert "vtt_rooms 1.0" in text
+    await gm.close()
+
+
+async def test_each_server_has_its_own_registry(tmp_path, vtt_server: Server) -> None:
+    async with running_server(tmp_path / "other") as other:
+        assert other.metrics.registry is not vtt_server.metrics.registry
+        _, _, body = await get(other.http_url + "/metrics")
+        assert b"vtt_rooms 0.0" in body
+
+
+async def test_the_page_and_its_files(vtt_server: Server) -> None:
+    status, ctype, body = await get(vtt_server.http_url + "/")
+    assert status == 200 and ctype.startswith("text/html")
+    assert b"<html" in body.lower() or b"<!doctype html" in body.lower()
+    index = DEFAULT_WEB_DIR / "index.html"
+    if index.exists():
+        assert body == index.read_bytes()
+    for path in DEFAULT_WEB_DIR.iterdir() if DEFAULT_WEB_DIR.exists() else ():
+        if path.is_file() and not path.name.startswith("."):
+            status, _, body = await get(f"{vtt_server.http_url}/{path.name}")
+            assert status == 200 and body == path.read_bytes(), path.name
+
+
+async def test_placeholder_when_the_page_is_absent_and_whitelist(tmp_path) -> None:
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "app.js").write_text("export const x = 1;\n")
+    (tmp_path / "secret.txt").write_text("do not serve")
+    async with running_server(tmp_path / "data", web_dir=web) as srv:
+        status, ctype, body = await get(srv.http_url + "/")
+        assert status == 200 and b"vtt-sync" in body
+        status, ctype, body = await get(srv.http_url + "/app.js")
+        assert status == 200 and ctype.startswith("text/javascript")
+        for bad in ("/secret.txt", "/../secret.txt", "/%2e%2e/secret.txt", "/web/app.js", "/nope"):
+            status, _, body = await get(srv.http_url + bad)
+            assert status == 404, bad
+            assert b"do not serve" not in body

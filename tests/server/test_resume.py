@@ -1,0 +1,107 @@
+"""Resuming: hello with `since` (patches or state) and `sync` (patches or
+snapshot), from memory and from the stored log (PROTOCOL.md, Session, Patches)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from sync_server import rooms as rooms_module
+from tests.helpers.server import Table, create_table, running_server
+
+
+async def _damage(gm, t: Table, n: int) -> int:
+    ack = None
+    for _ in range(n):
+        ack = await gm.ok("damage", {"char": t.chars["c_npc"], "amount": 0})
+    return ack["v"]
+
+
+async def test_since_gets_the_missing_patches(vtt_table: Table) -> None:
+    t = vtt_table
+    gm = await t.connect("gm")
+    obs = await t.connect("obs")
+    held_v, held = obs.v, copy.deepcopy(obs.state)
+    await obs.close()
+    await gm.ok("advance_clock", {"seconds": 30})
+    last = await _damage(gm, t, 3)
+    back = await t.connect("obs", "json", since=held_v, base=held)
+    assert "patches" in back.welcome and "state" not in back.welcome
+    assert [p["v"] for p in back.welcome["patches"]] == list(range(held_v + 1, last + 1))
+    assert back.welcome["patches"][0]["t"] == "patch"
+    assert back.v == last and back.state == gm.state
+    # since == v: an empty list of patches
+    same = await t.connect("obs", since=last, base=gm.state)
+    assert same.welcome["patches"] == []
+    for c in (gm, back, same):
+        await c.close()
+
+
+async def test_since_ahead_of_the_room_gets_the_state(vtt_table: Table) -> None:
+    c = await vtt_table.connect("p1", since=10_000)
+    assert "state" in c.welcome and c.welcome["v"] == 6
+    await c.close()
+
+
+async def test_since_too_far_behind_gets_the_state(vtt_table: Table, monkeypatch) -> None:
+    monkeypatch.setattr(rooms_module, "MAX_RESUME_PATCHES", 3)
+    gm = await vtt_table.connect("gm")
+    await _damage(gm, vtt_table, 4)
+    c = await vtt_table.connect("p1", since=2, base={})
+    assert "state" in c.welcome and c.state == gm.state
+    await c.close()
+    await gm.close()
+
+
+async def test_sync_answers_patches_or_snapshot(vtt_table: Table) -> None:
+    gm = await vtt_table.connect("gm")
+    await _damage(gm, vtt_table, 2)
+    reply = await gm.sync(gm.v - 2)
+    assert reply["t"] == "patches" and [p["v"] for p in reply["patches"]] == [gm.v - 1, gm.v]
+    snap = await gm.sync(gm.v + 5)
+    assert snap["t"] == "snapshot" and snap["v"] == gm.v and snap["state"] == gm.state
+    await gm.close()
+
+
+@pytest.mark.parametrize("in_memory", [2, 500])
+async def test_since_after_a_restart_is_served_from_the_log(
+    tmp_path, monkeypatch, in_memory
+) -> None:
+    """With few patches kept in memory, `since` reads the stored log."""
+    monkeypatch.setattr(rooms_module, "RECENT_PATCHES_IN_MEMORY", in_memory)
+    data = tmp_path / "data"
+    async with running_server(data) as srv:
+        t = await create_table(srv.url)
+        obs = await t.connect("obs")
+        held_v, held = obs.v, copy.deepcopy(obs.state)
+        await obs.close()
+        gm = await t.connect("gm")
+        last = await _damage(gm, t, 5)
+        expected = copy.deepcopy(gm.state)
+        await gm.close()
+    async with running_server(data) as srv:
+        t.url = srv.url
+        back = await t.connect("obs", since=held_v, base=held)
+        assert [p["v"] for p in back.welcome["patches"]] == list(range(held_v + 1, last + 1))
+        assert back.state == expected
+        reply = await back.sync(held_v)
+        assert [p["v"] for p in reply["patches"]] == list(range(held_v + 1, last + 1))
+        await back.close()
+
+
+async def test_a_gap_is_filled_by_sync(vtt_table: Table) -> None:
+    """A client that misses a patch asks `sync` and catches up (the helper
+    does what a client must: on a gap, sync since its own version)."""
+    gm = await vtt_table.connect("gm")
+    obs = await vtt_table.connect("obs")
+    before_v, before = obs.v, copy.deepcopy(obs.state)
+    a = await gm.ok("damage", {"char": vtt_table.chars["c_p1"], "amount": 2})
+    await obs.wait_v(a["v"])
+    obs.v, obs.state = before_v, before  # as if patch a had been lost
+    b = await gm.ok("damage", {"char": vtt_table.chars["c_p1"], "amount": 2})
+    await obs.wait_v(b["v"])
+    assert obs.gaps == [(before_v, b["v"])]
+    assert obs.state == gm.state
+    await gm.close()
+    await obs.close()
