@@ -5,24 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-try:  # the rules package's replay function (the same code the server diffs with)
-    from rules.patch import apply_ops
-except ImportError:  # pragma: no cover - client_stub used without the rules package
-
-    def apply_ops(state: dict[str, Any], ops: list[list[Any]]) -> dict[str, Any]:
-        for op in ops:
-            kind, path = op[0], op[1]
-            target = state
-            for key in path[:-1]:
-                target = target[key]
-            if kind == "set":
-                target[path[-1]] = copy.deepcopy(op[2])
-            elif kind == "del":
-                del target[path[-1]]
-            else:
-                raise ValueError(f"unknown patch op {kind!r}")
-        return state
-
+from rules.patch import apply_ops  # the same replay the server's diffs are checked with
 
 APPLIED, STALE, GAP = "applied", "stale", "gap"
 
