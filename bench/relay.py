@@ -49,7 +49,9 @@ async def handler(ws: ServerConnection) -> None:
                     "user": "u",
                     "role": "gm",
                     "v": versions[room],
-                    "state": {},
+                    # The one path the patches below touch, so a client's
+                    # mirror can apply them (as against the real server).
+                    "state": {"characters": {"c1": {"pv": 0}}},
                 },
             )
         )

@@ -49,55 +49,69 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
-def start(args: list[str], pattern: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
+def start(
+    args: list[str], pattern: str, env: dict[str, str], log: str
+) -> tuple[subprocess.Popen, str]:
+    """Start a server process; its output goes to a file (a pipe nobody
+    reads would fill up and block the server mid-run)."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, *args], stdout=out, stderr=subprocess.STDOUT, text=True, env=env
+        )
     deadline = time.monotonic() + 30
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(pattern, line)
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(log) as f:
+            m = re.search(pattern, f.read())
         if m:
             return proc, m.group(1)
+        time.sleep(0.05)
     proc.kill()
-    raise RuntimeError(f"server did not start: {args}")
+    with open(log) as f:
+        raise RuntimeError(f"server did not start: {args}\n{f.read()[-2000:]}")
 
 
 class Peer:
-    """One client: a connection, a mirror, and when each version arrived."""
+    """One client: a connection, when each version arrived, and (for the GM,
+    who needs the combat to send end_turn) a mirror of the state."""
 
-    def __init__(self, ws: ClientConnection, welcome: dict[str, Any]) -> None:
+    def __init__(self, ws: ClientConnection, welcome: dict[str, Any], mirror: bool) -> None:
         self.ws = ws
         self.state = welcome.get("state") or {}
         self.v = welcome.get("v", 0)
+        self.mirror = mirror
         self.arrived: dict[int, float] = {}
         self.acks: dict[str, asyncio.Future] = {}
 
     async def read(self) -> None:
-        async for data in self.ws:
-            frame = msgpack.unpackb(data)
-            t = frame.get("t")
-            if t == "patch":
-                self.arrived[frame["v"]] = time.perf_counter()
-                apply_ops(self.state, frame["ops"])
-                self.v = frame["v"]
-            elif t in ("ack", "error"):
-                fut = self.acks.pop(frame.get("id"), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(frame)
+        try:
+            async for data in self.ws:
+                frame = msgpack.unpackb(data)
+                t = frame.get("t")
+                if t == "patch":
+                    self.arrived[frame["v"]] = time.perf_counter()
+                    if self.mirror:
+                        apply_ops(self.state, frame["ops"])
+                    self.v = frame["v"]
+                elif t in ("ack", "error"):
+                    fut = self.acks.pop(frame.get("id"), None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(frame)
+        except Exception as exc:  # a reader that dies must not leave its GM waiting
+            for fut in self.acks.values():
+                if not fut.done():
+                    fut.set_exception(RuntimeError(f"reader failed: {exc!r}"))
+            raise
+        finally:
+            for fut in self.acks.values():
+                if not fut.done():
+                    fut.set_exception(RuntimeError("connection closed before the ack"))
 
     async def command(self, cid: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
         fut = asyncio.get_running_loop().create_future()
         self.acks[cid] = fut
         await self.ws.send(msgpack.packb({"t": "cmd", "id": cid, "op": op, "args": args}))
-        return await fut
+        async with asyncio.timeout(30):
+            return await fut
 
 
 async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnection, dict]:
@@ -115,7 +129,7 @@ async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnectio
 async def setup_vtt(url: str, rooms: int, clients: int) -> list[list[tuple[str, str]]]:
     """Create the rooms, their characters, a combat, and the users' tokens."""
     ws, _ = await hello(url, ADMIN_TOKEN, None)
-    admin = Peer(ws, {})
+    admin = Peer(ws, {}, mirror=False)
     reader = asyncio.create_task(admin.read())
     ids = itertools.count()
     out = []
@@ -124,7 +138,7 @@ async def setup_vtt(url: str, rooms: int, clients: int) -> list[list[tuple[str, 
         ack = await admin.command(f"a{next(ids)}", "create_room", {"room": room, "name": room})
         gm_token = ack["result"]["gm_token"]
         gws, welcome = await hello(url, gm_token, room)
-        gm = Peer(gws, welcome)
+        gm = Peer(gws, welcome, mirror=True)
         t = asyncio.create_task(gm.read())
         chars = []
         for i in range(4):
@@ -144,14 +158,23 @@ async def setup_vtt(url: str, rooms: int, clients: int) -> list[list[tuple[str, 
     return out
 
 
-async def drive(url: str, room_tokens: list[list[tuple[str, str]]], seconds: float, relay: bool):
+async def drive(
+    url: str,
+    room_tokens: list[list[tuple[str, str]]],
+    seconds: float,
+    relay: bool,
+    pid: int,
+) -> dict[str, Any]:
+    """Connect every client, run every room's GM loop for `seconds`, and
+    measure; the server's and this process's CPU are read around the loops
+    only (not the connections)."""
     peers: list[list[Peer]] = []
     readers = []
     for tokens in room_tokens:
         group = []
-        for token, room in tokens:
+        for i, (token, room) in enumerate(tokens):
             ws, welcome = await hello(url, token, room)
-            p = Peer(ws, welcome)
+            p = Peer(ws, welcome, mirror=i == 0)
             readers.append(asyncio.create_task(p.read()))
             group.append(p)
         peers.append(group)
@@ -184,21 +207,35 @@ async def drive(url: str, room_tokens: list[list[tuple[str, str]]], seconds: flo
             else:
                 errors += 1
 
+    cpu0, own0 = cpu_seconds(pid), time.process_time()
     t_start = time.perf_counter()
-    await asyncio.gather(*(gm_loop(g, r) for r, g in enumerate(peers)))
+    async with asyncio.timeout(seconds + 60):
+        await asyncio.gather(*(gm_loop(g, r) for r, g in enumerate(peers)))
     elapsed = time.perf_counter() - t_start
-    await asyncio.sleep(0.5)  # let the last patches land
-    latencies = []
+    await asyncio.sleep(0.3)  # let the last patches land
+    cpu, own = cpu_seconds(pid) - cpu0, time.process_time() - own0
+    latencies, missing = [], 0
     for group, t0, v in sent:
         arrivals = [p.arrived.get(v) for p in group]
         if all(a is not None for a in arrivals):
             latencies.append(max(arrivals) - t0)
+        else:
+            missing += 1
     for task in readers:
         task.cancel()
     for group in peers:
         for p in group:
             await p.ws.close()
-    return len(sent), elapsed, latencies, errors
+    n = len(sent)
+    return {
+        "cmds_per_s": n / elapsed,
+        "p50_ms": pct(latencies, 0.5) * 1e3,
+        "p99_ms": pct(latencies, 0.99) * 1e3,
+        "cpu_us_per_cmd": cpu / max(n, 1) * 1e6,
+        "server_cpu_pct": cpu / elapsed * 100,
+        "loadgen_cpu_pct": own / elapsed * 100,
+        "errors": errors + missing,
+    }
 
 
 def pct(values: list[float], q: float) -> float:
@@ -209,32 +246,54 @@ def pct(values: list[float], q: float) -> float:
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
     with tempfile.TemporaryDirectory() as data:
+        log = os.path.join(data, "server.log")
         if kind == "relay":
-            proc, url = start(["-m", "bench.relay", "--port", "0"], r"listening on (ws://\S+)", env)
+            args = ["-m", "bench.relay", "--port", "0"]
         else:
-            proc, url = start(
-                ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data],
-                r"listening on (ws://\S+)",
-                env,
-            )
+            args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
+            args += ["--synchronous", ns.synchronous]
+        proc, url = start(args, r"listening on (ws://\S+)", env, log)
+        profiler = None
         try:
             if kind == "relay":
                 tokens = [[("t", f"bench{r}")] * ns.clients for r in range(ns.rooms)]
             else:
                 tokens = asyncio.run(setup_vtt(url, ns.rooms, ns.clients))
-            cpu0 = cpu_seconds(proc.pid)
-            n, elapsed, lat, errors = asyncio.run(drive(url, tokens, ns.seconds, kind == "relay"))
-            cpu = cpu_seconds(proc.pid) - cpu0
+            if ns.profile and kind == "vtt-sync":
+                profiler = subprocess.Popen(
+                    [
+                        "py-spy",
+                        "record",
+                        "--pid",
+                        str(proc.pid),
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "200",
+                        "--nonblocking",
+                        "-o",
+                        ns.profile,
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            return asyncio.run(drive(url, tokens, ns.seconds, kind == "relay", proc.pid))
         finally:
             proc.terminate()
             proc.wait(10)
-    return {
-        "cmds_per_s": n / elapsed,
-        "p50_ms": pct(lat, 0.5) * 1e3,
-        "p99_ms": pct(lat, 0.99) * 1e3,
-        "cpu_us_per_cmd": cpu / max(n, 1) * 1e6,
-        "errors": errors,
-    }
+            if profiler is not None:
+                profiler.wait(10)
+
+
+ROWS = {
+    "cmds_per_s": ("commands/s", ">= 0.6x"),
+    "p50_ms": ("p50 ms", ""),
+    "p99_ms": ("p99 ms", "<= 2x"),
+    "cpu_us_per_cmd": ("server CPU us/cmd", "<= 3x"),
+    "server_cpu_pct": ("server CPU %", ""),
+    "loadgen_cpu_pct": ("load gen CPU %", ""),
+    "errors": ("errors", ""),
+}
 
 
 def main() -> None:
@@ -245,22 +304,34 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--synchronous", default="FULL", help="vtt-sync's SQLite synchronous pragma")
+    ap.add_argument("--only", choices=("relay", "vtt-sync"), help="run one side only")
+    ap.add_argument("--profile", help="py-spy raw profile of the vtt-sync side (last run) here")
     ns = ap.parse_args()
-    results: dict[str, list[dict[str, float]]] = {"relay": [], "vtt-sync": []}
+    ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
+    ns.seconds, ns.runs = min(ns.seconds, 60.0), min(ns.runs, 20)
+    kinds = [ns.only] if ns.only else ["relay", "vtt-sync"]
+    results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     for _ in range(ns.runs):
-        for kind in results:
+        for kind in kinds:
             results[kind].append(one_run(kind, ns))
     med = {
         k: {f: statistics.median(r[f] for r in runs) for f in runs[0]}
         for k, runs in results.items()
     }
-    print(f"{ns.rooms} rooms x {ns.clients} clients, {ns.seconds:g} s/run, median of {ns.runs}")
-    print(f"{'':16}{'relay':>12}{'vtt-sync':>12}{'ratio':>10}   target")
-    targets = {"cmds_per_s": ">= 0.6x", "p99_ms": "<= 2x", "cpu_us_per_cmd": "<= 3x"}
-    for field in ("cmds_per_s", "p50_ms", "p99_ms", "cpu_us_per_cmd", "errors"):
+    print(
+        f"{ns.rooms} rooms x {ns.clients} clients, {ns.seconds:g} s/run, median of {ns.runs} runs;"
+        f" vtt-sync synchronous={ns.synchronous}"
+    )
+    if len(kinds) == 1:
+        for field, (label, _) in ROWS.items():
+            print(f"{label:20}{med[kinds[0]][field]:12.2f}")
+        return
+    print(f"{'':20}{'relay':>12}{'vtt-sync':>12}{'ratio':>10}   target")
+    for field, (label, target) in ROWS.items():
         a, b = med["relay"][field], med["vtt-sync"][field]
-        ratio = b / a if a else float("nan")
-        print(f"{field:16}{a:12.2f}{b:12.2f}{ratio:9.2f}x   {targets.get(field, '')}")
+        ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
+        print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
 
 
 if __name__ == "__main__":
