@@ -266,6 +266,7 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
                         "record",
                         "--pid",
                         str(proc.pid),
+                        "--gil",
                         "--format",
                         "raw",
                         "--rate",

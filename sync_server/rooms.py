@@ -339,7 +339,9 @@ class RoomHost:
             return self._refuse(c, ("internal", "the rules engine failed on this command"))
         if expect_err is not None:
             return self._refuse(c, expect_err)
-        new_state = out.room.to_dict()
+        # Incremental: unchanged characters keep their old dict objects, so
+        # `diff` skips them by identity (the state dicts are never mutated).
+        new_state = out.room.to_dict(since=(self.room, self.state))
         if self.check_invariants:
             broken = rules.violations(out.room)
             if broken:

@@ -104,6 +104,27 @@ def _resolve(job: _Job, result: Any = None, error: BaseException | None = None) 
         job.loop.call_soon_threadsafe(settle)
 
 
+def _resolve_all(outcomes: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    """Settle a committed group's futures with ONE wake-up of each event loop
+    (not one per job: each wake-up is a self-pipe write and a loop turn)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any, BaseException | None]]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome[0].loop, []).append(outcome)
+
+    def settle(batch: list[tuple[_Job, Any, BaseException | None]]) -> None:
+        for job, value, error in batch:
+            if job.future.done():
+                continue
+            if error is not None:
+                job.future.set_exception(error)
+            else:
+                job.future.set_result(value)
+
+    for loop, batch in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(settle, batch)
+
+
 class SqliteStorage:
     """`Storage` on one SQLite file in the data directory."""
 
@@ -204,6 +225,26 @@ class SqliteStorage:
         conn.close()
 
     def _run_writes(self, conn: sqlite3.Connection, group: list[_Job]) -> None:
+        """Commit a group of write jobs in one transaction. First without
+        savepoints (the common case: every job succeeds; three statements
+        fewer per job); if a job fails, the transaction is rolled back and
+        the group replayed with a SAVEPOINT per job, so that only the failing
+        job is refused. Jobs are functions of the connection: replaying them
+        after a rollback is safe."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            values = [job.fn(conn) for job in group]
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            self._run_writes_isolated(conn, group)
+            return
+        if self._on_group is not None:
+            self._on_group(len(group))
+        _resolve_all([(job, value, None) for job, value in zip(group, values, strict=True)])
+
+    def _run_writes_isolated(self, conn: sqlite3.Connection, group: list[_Job]) -> None:
         outcomes: list[tuple[_Job, Any, BaseException | None]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -220,17 +261,19 @@ class SqliteStorage:
                     outcomes.append((job, value, None))
             conn.execute("COMMIT")
         except BaseException as exc:
-            log.error("storage commit failed: %s", exc)
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            err = StorageError(f"commit to {self.path} failed: {exc}")
-            for job in group:
-                _resolve(job, error=err)
+            self._fail_group(conn, group, exc)
             return
         if self._on_group is not None:
             self._on_group(len(group))
-        for job, value, error in outcomes:
-            _resolve(job, value, error)
+        _resolve_all(outcomes)
+
+    def _fail_group(self, conn: sqlite3.Connection, group: list[_Job], exc: BaseException) -> None:
+        log.error("storage commit failed: %s", exc)
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        err = StorageError(f"commit to {self.path} failed: {exc}")
+        for job in group:
+            _resolve(job, error=err)
 
     # --- queries ----------------------------------------------------------
 

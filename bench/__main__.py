@@ -1,0 +1,16 @@
+"""Every benchmark, one after the other (scripts, not tests; loopback only):
+
+    python -m bench            # rules engine, server load vs relay, memory/start-up
+
+Each also runs alone: python -m bench.rules_bench, python -m bench.server_bench,
+python -m bench.memory_bench (see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+for module in ("bench.rules_bench", "bench.server_bench", "bench.memory_bench"):
+    print(f"\n=== python -m {module}", flush=True)
+    subprocess.run([sys.executable, "-m", module], check=True)

@@ -1,0 +1,233 @@
+"""Memory and start-up benchmark of the vtt-sync server (a script, not a test).
+
+    python -m bench.memory_bench [--rooms 10000] [--idle-rooms 50] [--clients 8]
+
+1. Start-up with many rooms: a database of --rooms rooms (6 characters and
+   8 users each) is built through the storage API directly (SqliteStorage:
+   create_room, then one version carrying the users' token hashes; grouped
+   commits, no WebSocket round trips), then the server is started in a
+   subprocess: the time from spawn to its "listening" line, its resident
+   memory (VmRSS from /proc) then, and after 100 rooms are opened on first
+   use (rooms load lazily).
+2. Memory per room with idle clients: on a fresh server over the same
+   database, RSS before and after --idle-rooms rooms x --clients clients
+   connect and stay idle; the difference divided by the rooms.
+Loopback only, bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgpack
+from websockets.asyncio.client import connect
+
+import rules
+from bench.server_bench import MSGPACK
+from sync_server.auth import hash_token
+from sync_server.sqlite_store import SqliteStorage
+from sync_server.storage import AdminRecord, VersionRecord
+
+CLIENTS_PER_ROOM = 8
+SHEET = {
+    "level": 3,
+    "pv_max": 40,
+    "pe_max": 15,
+    "pp_max": 6,
+    "medicine": 5,
+    "abilities": {"str": 10, "dex": 14, "con": 14, "int": 10, "wis": 12, "cha": 8},
+}
+
+
+def token(room: str, user: str) -> str:
+    """Deterministic bench tokens (a throwaway database on loopback)."""
+    return f"bench-token-{room}-{user}"
+
+
+def room_state(room_id: str) -> tuple[dict, str, list[str]]:
+    """A room with 6 characters and 8 users (GM, 5 players, 2 observers)."""
+    room, gm = rules.new_room(room_id, f"Table {room_id}", "GM")
+    actor = rules.Actor(gm, "gm")
+    dice = rules.SeededDice(1)
+    users = [gm]
+    for i in range(CLIENTS_PER_ROOM - 1):
+        role = "observer" if i >= 5 else "player"
+        out = rules.apply(room, "add_user", {"name": f"user{i}", "role": role}, actor, dice)
+        room = out.room
+        users.append(out.result["user"])
+    for i in range(6):
+        args = {**SHEET, "name": f"PC{i}", "owner": users[1 + i % 5]}
+        room = rules.apply(room, "add_character", args, actor, dice).room
+    return room.to_dict(), gm, users
+
+
+async def build_db(data: Path, n: int) -> None:
+    store = SqliteStorage(data, synchronous="OFF")  # a bench database: speed over durability
+    await store.open()
+    template, gm, users = room_state("template")
+
+    async def one(i: int) -> None:
+        rid = f"room{i}"
+        state = {**template, "room": rid, "name": f"Table {rid}"}
+        admin = AdminRecord(f"create-{rid}", "create_room", {"room": rid}, {"room": rid}, 0.0)
+        await store.create_room(rid, state, gm, hash_token(token(rid, gm)), admin)
+        record = VersionRecord(
+            room=rid,
+            v=1,
+            cmd_id=None,
+            user=gm,
+            op="add_user",
+            args={},
+            ops=[],
+            inverse=[],
+            events=[],
+            result={},
+            undoable=False,
+            ts=0.0,
+            token_set=tuple((u, hash_token(token(rid, u))) for u in users[1:]),
+        )
+        await store.commit(rid, [record], None)
+
+    try:
+        for start in range(0, n, 500):
+            await asyncio.gather(*(one(i) for i in range(start, min(n, start + 500))))
+    finally:
+        await store.close()
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def start_server(data: Path) -> tuple[subprocess.Popen, str, float]:
+    log = data / "server.log"
+    env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": "bench-admin-token-not-secret"}
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sync_server", "serve", "--port", "0", "--data-dir", str(data)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        m = re.search(r"listening on (ws://\S+)", log.read_text())
+        if m:
+            return proc, m.group(1), time.perf_counter() - t0
+        time.sleep(0.01)
+    proc.kill()
+    raise RuntimeError(f"server did not start:\n{log.read_text()[-2000:]}")
+
+
+async def open_clients(url: str, rooms: list[str], clients: int) -> list:
+    _, gm, users = room_state("template")
+    conns = []
+    for rid in rooms:
+        for user in ([gm, *users[1:]] * clients)[:clients]:
+            ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**20)
+            hello = {"t": "hello", "proto": 1, "token": token(rid, user), "room": rid}
+            await ws.send(msgpack.packb(hello))
+            welcome = msgpack.unpackb(await ws.recv())
+            if welcome.get("t") != "welcome":
+                raise RuntimeError(f"no welcome: {welcome}")
+            conns.append(ws)
+    return conns
+
+
+async def settle() -> None:
+    await asyncio.sleep(1.0)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+async def opened(url: str, rooms: list[str], clients: int, pid: int) -> tuple[float, float]:
+    """Connect, wait, measure RSS and the time to open; then close."""
+    t0 = time.perf_counter()
+    conns = await open_clients(url, rooms, clients)
+    elapsed = time.perf_counter() - t0
+    await settle()
+    rss = rss_mib(pid)
+    for ws in conns:
+        await ws.close()
+    return rss, elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--rooms", type=int, default=10_000)
+    ap.add_argument("--idle-rooms", type=int, default=50)
+    ap.add_argument("--clients", type=int, default=CLIENTS_PER_ROOM)
+    ns = ap.parse_args()
+    ns.rooms = max(ns.idle_rooms, min(ns.rooms, 100_000))
+    ns.clients = max(1, min(ns.clients, CLIENTS_PER_ROOM))
+    ns.idle_rooms = max(1, min(ns.idle_rooms, 200))
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        t0 = time.perf_counter()
+        asyncio.run(build_db(data, ns.rooms))
+        built = time.perf_counter() - t0
+        size = (data / "vtt-sync.sqlite3").stat().st_size / 2**20
+        print(f"database: {ns.rooms} rooms built in {built:.1f} s through the storage API")
+        print(f"  ({size:.0f} MiB, plus WAL)")
+
+        # 1. start-up with every room in the database
+        proc, url, startup = start_server(data)
+        try:
+            time.sleep(1.0)
+            rss_start = rss_mib(proc.pid)
+            sample = random.Random(1).sample(range(ns.rooms), 100)
+            rss_100, t_100 = asyncio.run(opened(url, [f"room{i}" for i in sample], 1, proc.pid))
+        finally:
+            stop(proc)
+        print(f"start-up with {ns.rooms} rooms: {startup:.2f} s to listening (target < 5 s)")
+        print(f"  RSS after start-up:               {rss_start:8.1f} MiB (target < 1024 MiB)")
+        print(
+            f"  RSS after 100 rooms opened:       {rss_100:8.1f} MiB"
+            f"  (first hello per room: {t_100 / 100 * 1e3:.1f} ms, loads the room)"
+        )
+
+        # 2. memory per room with idle clients, on a fresh server
+        proc, url, _ = start_server(data)
+        try:
+            time.sleep(1.0)
+            before = rss_mib(proc.pid)
+            rooms = [f"room{i}" for i in range(ns.idle_rooms)]
+            after, _ = asyncio.run(opened(url, rooms, ns.clients, proc.pid))
+        finally:
+            stop(proc)
+        per_room = (after - before) / ns.idle_rooms
+        print(
+            f"memory per room with {ns.clients} idle clients ({ns.idle_rooms} rooms):"
+            f" {per_room * 1024:.0f} KiB"
+        )
+        print(f"  RSS {before:.1f} MiB before connecting, {after:.1f} MiB after")
+        print(
+            f"  ({per_room * 1024 / ns.clients:.0f} KiB per connection, room state and"
+            " history included)"
+        )
+
+
+if __name__ == "__main__":
+    main()
