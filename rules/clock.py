@@ -83,6 +83,7 @@ def advance(ctx: Ctx, seconds: int) -> None:
         _, due, fire = TIMERS[rank]
         if c is None or due(room, c) != t:
             continue  # stale: the character changed since this was scheduled
+        c = ctx.edit(cid)
         room.clock = max(room.clock, t)
         ctx.at = room.clock
         fire(ctx, c)
@@ -103,7 +104,7 @@ def combat_start(ctx: Ctx, order: list[str]) -> None:
             raise RuleBroken(f"{c.name} is dead and cannot join a combat (D6)")
     room.combat = Combat(list(order), 0, 1)
     for cid in order:
-        c = room.characters[cid]
+        c = ctx.edit(cid)
         end_rest(ctx, c, "combat")  # R4 / T1
         c.dying_next = None  # D5: in combat, PP are lost at the end of own turns
         c.regained_at = None  # S4: the allowance now resets on turns
@@ -118,7 +119,7 @@ def combat_end(ctx: Ctx) -> None:
     order = room.combat.order
     room.combat = None
     for cid in order:
-        c = room.characters[cid]
+        c = ctx.edit(cid)
         c.dying_fresh = False
         if c.condition == "dying":
             # D5: out of combat, full rounds count from the combat's end.
@@ -139,7 +140,7 @@ def end_turn(ctx: Ctx, cid: str, round_: int | None) -> None:
         raise Conflict(
             f"it is {current.name}'s turn in round {combat.round}: that turn is already over"
         )
-    c = room.characters[cid]
+    c = ctx.edit(cid)
     if c.condition == "dying":
         if c.dying_fresh:
             c.dying_fresh = False  # D5 ruling: not the turn it started dying

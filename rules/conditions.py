@@ -80,6 +80,7 @@ def stop_tending_by(ctx: Ctx, healer: Character, cause: str) -> None:
     """L4: tending ends for every patient of `healer`."""
     for p in ctx.room.ordered():
         if p.healer == healer.id:
+            p = ctx.edit(p.id)
             p.healer = None
             ctx.emit("tend", char=healer.id, patient=p.id, outcome="end", cause=cause)
 

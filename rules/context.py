@@ -40,11 +40,30 @@ class Ctx:
     # its events carry it as `at` so the table's log can place them.
     at: int | None = None
 
+    # Characters this command has copied already (copy-on-write, Room.copy).
+    owned: set[str] = attrs.Factory(set)
+
     def char(self, cid: str) -> Character:
+        """A character to read (and to change: see `edit`)."""
         try:
-            return self.room.characters[cid]
+            return self.edit(cid)
         except KeyError:
             raise NotFound(f"no character {cid!r} in this room")
+
+    def edit(self, cid: str) -> Character:
+        """The command's own copy of a character, made on first use: the
+        only way the engine gets a character it may change, so the caller's
+        state is never touched."""
+        if cid not in self.owned:
+            self.room.characters[cid] = self.room.characters[cid].copy()
+            self.owned.add(cid)
+        return self.room.characters[cid]
+
+    def edit_users(self) -> None:
+        """Give this command its own users map before changing it."""
+        if "users" not in self.owned:
+            self.room.users = dict(self.room.users)
+            self.owned.add("users")
 
     def emit(self, kind: str, **fields: Any) -> None:
         event = {"kind": kind, **fields}

@@ -75,7 +75,7 @@ class Outcome:
 
 
 def _c(ctx: Ctx, a: dict[str, Any], key: str = "char"):
-    return ctx.room.characters[a[key]]
+    return ctx.edit(a[key])
 
 
 OPS: dict[str, OpSpec] = {

@@ -195,16 +195,24 @@ class Room:
     next_user: int = 1
 
     def copy(self) -> Room:
-        """A copy that the engine may change freely: characters are copied
-        one by one (cheap attrs objects), users and combat too."""
-        return attrs.evolve(
-            self,
-            combat=None
+        """A copy-on-write copy for one command: the characters map is new
+        but holds the same Character objects, which the engine copies one
+        by one the first time it changes them (`Ctx.edit`); the users map is
+        shared until a user command replaces it. Copying only what a command
+        touches keeps its cost independent of the table's size."""
+        return Room(
+            self.room,
+            self.name,
+            self.clock,
+            self.round_seconds,
+            None
             if self.combat is None
             else Combat(list(self.combat.order), self.combat.turn, self.combat.round),
-            queued_rolls=list(self.queued_rolls),
-            users={uid: User(u.name, u.role) for uid, u in self.users.items()},
-            characters={cid: c.copy() for cid, c in self.characters.items()},
+            list(self.queued_rolls),
+            self.users,
+            dict(self.characters),
+            self.next_seq,
+            self.next_user,
         )
 
     def in_combat(self, cid: str) -> bool:
@@ -220,24 +228,32 @@ class Room:
         to its old self reuses its old dict object, so that `diff` skips it
         at once (`is`): the server's per-command cost then follows what
         changed, not the size of the table."""
-        old_chars, old_dicts = (
-            ({}, {}) if since is None else (since[0].characters, since[1]["characters"])
-        )
+        old = since[0] if since is not None else None
+        old_dict: dict[str, Any] = since[1] if since is not None else {}
+        old_chars = old.characters if old is not None else {}
+        old_dicts = old_dict.get("characters", {})
         chars = {}
         for cid, c in self.characters.items():
             before = old_chars.get(cid)
-            if before is not None and before == c and cid in old_dicts:
+            if before is not None and (before is c or before == c) and cid in old_dicts:
                 chars[cid] = old_dicts[cid]
             else:
                 chars[cid] = c.to_dict()
+        combat = None if self.combat is None else self.combat.to_dict()
+        if combat is not None and combat == old_dict.get("combat"):
+            combat = old_dict["combat"]
+        if old is not None and old.users is self.users and "users" in old_dict:
+            users = old_dict["users"]
+        else:
+            users = {uid: u.to_dict() for uid, u in self.users.items()}
         return {
             "room": self.room,
             "name": self.name,
             "clock": self.clock,
             "round_seconds": self.round_seconds,
-            "combat": None if self.combat is None else self.combat.to_dict(),
+            "combat": combat,
             "queued_rolls": list(self.queued_rolls),
-            "users": {uid: u.to_dict() for uid, u in self.users.items()},
+            "users": users,
             "characters": chars,
             "next_seq": self.next_seq,
             "next_user": self.next_user,

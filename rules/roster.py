@@ -94,6 +94,7 @@ def add_user(ctx: Ctx, name: str, role: str) -> None:
     room = ctx.room
     uid = f"u{room.next_user}"
     room.next_user += 1
+    ctx.edit_users()
     room.users[uid] = User(name, role)
     ctx.result["user"] = uid
     ctx.emit("user", user=uid, change="added", name=name, role=role)
@@ -111,10 +112,11 @@ def remove_user(ctx: Ctx, uid: str) -> None:
     user = _user(ctx, uid)
     if user.role == "gm" and sum(u.role == "gm" for u in room.users.values()) == 1:
         raise RuleBroken("the room's last GM cannot be removed")
+    ctx.edit_users()
     del room.users[uid]
     for c in room.ordered():
         if c.owner == uid:
-            c.owner = None
+            ctx.edit(c.id).owner = None
     ctx.result["user"] = uid
     ctx.emit("user", user=uid, change="removed")
 
