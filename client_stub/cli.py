@@ -60,19 +60,35 @@ def parse_pairs(pairs: list[str]) -> dict[str, Any]:
     return args
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=None, help=f"server URL (env VTT_SYNC_URL; {DEFAULT_URL})")
-    common.add_argument("--token", default=None, help="user token (env VTT_SYNC_TOKEN)")
-    common.add_argument("--room", default=None, help="room id (env VTT_SYNC_ROOM; none: admin)")
-    common.add_argument("--proto", choices=("msgpack", "json"), default="msgpack")
-    common.add_argument(
-        "--timeout", type=float, default=15.0, help="seconds to connect / wait for an answer"
+def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The connection options, accepted before and after the subcommand.
+
+    The subcommands' copies default to SUPPRESS: argparse lets a subparser's
+    defaults overwrite what the main parser already read, so with real
+    defaults there `--token X state` (options first) would lose the token.
+    """
+
+    def d(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--url", default=d(None), help=f"server URL (env VTT_SYNC_URL; {DEFAULT_URL})"
+    )
+    parser.add_argument("--token", default=d(None), help="user token (env VTT_SYNC_TOKEN)")
+    parser.add_argument("--room", default=d(None), help="room id (env VTT_SYNC_ROOM; none: admin)")
+    parser.add_argument("--proto", choices=("msgpack", "json"), default=d("msgpack"))
+    parser.add_argument(
+        "--timeout", type=float, default=d(15.0), help="seconds to connect / wait for an answer"
     )
 
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    _connection_options(common, defaults=False)
     parser = argparse.ArgumentParser(
-        prog="vtt-sync client", description="Clients of a vtt-sync server.", parents=[common]
+        prog="vtt-sync client", description="Clients of a vtt-sync server."
     )
+    _connection_options(parser, defaults=True)
     sub = parser.add_subparsers(dest="action", required=True, metavar="{watch,cmd,state}")
     watch = sub.add_parser("watch", parents=[common], help="live view of the room")
     watch.add_argument("--events", type=int, default=14, help="event lines to keep (14)")

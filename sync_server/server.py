@@ -77,6 +77,9 @@ class Server:
         )
         self.admin = Admin(self.storage, self.rooms, self.metrics, self.tokens)
         self.sessions: set[Session] = set()
+        # Admin sessions holding one of the MAX_ADMIN_CONNECTIONS slots
+        # (reserved at the check, before the welcome; see Session._open_admin).
+        self.admin_slots: set[Session] = set()
         self.shutting_down = False
         self.admin_token = ""
         self.admin_token_generated = False
@@ -193,7 +196,7 @@ class Server:
 
     @property
     def admin_sessions(self) -> int:
-        return sum(1 for s in self.sessions if s.role == "admin")
+        return len(self.admin_slots)
 
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "rooms": len(self.rooms.known), "connections": len(self.sessions)}

@@ -96,6 +96,7 @@ class Session:
             await self.ws.close(close, message[:100])
 
     async def _cleanup(self) -> None:
+        self.server.admin_slots.discard(self)
         if self.outbox is not None:
             if self.room_id is not None:
                 self.server.fanout.unsubscribe(self.room_id, self.outbox)
@@ -177,8 +178,13 @@ class Session:
         log.debug("room %s: %s (%s) connected", room, user, role)
 
     async def _open_admin(self) -> None:
-        if self.server.admin_sessions >= MAX_ADMIN_CONNECTIONS:
+        # Check and reserve in one step (no await between them), so hellos
+        # arriving at the same instant cannot all pass the check; the slot
+        # is freed in _cleanup, whatever happens after this point.
+        slots = self.server.admin_slots
+        if len(slots) >= MAX_ADMIN_CONNECTIONS:
             raise _Refuse("rate_limited", "too many admin sessions", CLOSE_TOO_MANY_CONNECTIONS)
+        slots.add(self)
         self.user, self.role = ADMIN_USER, "admin"
         self.outbox = self._new_outbox(ADMIN_USER)
         self.outbox.start()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from client_stub.cli import normalize_url, parse_pairs
+from client_stub.cli import build_parser, normalize_url, parse_pairs
 from tests.helpers.live_table import ROOM, LiveTable
 
 pytestmark = pytest.mark.timeout(60)
@@ -85,3 +85,30 @@ async def test_watch_once_renders_the_table(table: LiveTable) -> None:
     assert code == 0, err
     for text in ("Demo table", "Aline", "Bastien", "conscious", "Round 1", "38/38"):
         assert text in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--token", "X", "--room", "r9", "--proto", "json", "state"],  # options first
+        ["state", "--token", "X", "--room", "r9", "--proto", "json"],  # options after
+        ["--token", "X", "state", "--room", "r9", "--proto", "json"],  # both
+    ],
+)
+def test_connection_options_work_before_and_after_the_subcommand(argv: list[str]) -> None:
+    ns = build_parser().parse_args(argv)
+    assert (ns.token, ns.room, ns.proto, ns.action) == ("X", "r9", "json", "state")
+    assert ns.url is None and ns.timeout == 15.0  # untouched defaults stay
+    # after the subcommand wins over before it
+    assert build_parser().parse_args(["--token", "A", "state", "--token", "B"]).token == "B"
+
+
+async def test_token_given_before_the_subcommand_is_used(table: LiveTable) -> None:
+    env_token = "not-the-token-0123456789"  # the flag must win over the environment
+    code, out, err = await run(
+        table, "--token", table.token("obs"), "--room", ROOM, "state", token=env_token
+    )
+    assert code == 0, err
+    _, state = await table.state()
+    assert json.loads(out) == state
+    assert table.token("obs") not in out + err

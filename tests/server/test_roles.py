@@ -101,3 +101,57 @@ async def test_those_with_the_role_are_not_forbidden(
         assert reply.get("code") != "forbidden", (op, who, reply)
         assert reply["t"] == "ack" or reply["code"] in ("rule", "conflict"), (op, who, reply)
         await client.close()
+
+
+def test_the_role_table_covers_every_op() -> None:
+    import rules
+
+    ops = {op for op, _, _ in ROLE_TABLE}
+    assert ops == set(rules.OPS) | set(rules.LOG_OPS) | set(rules.ADMIN_OPS)
+
+
+async def test_an_observer_may_send_nothing_even_owning_a_character(vtt_table: Table) -> None:
+    """Issue 5: an observer sending anything -> forbidden, also for ops on a
+    character the GM made it the owner of, and with a GM's `roll`."""
+    gm = await vtt_table.connect("gm")
+    c = vtt_table.chars["c_npc"]
+    await gm.ok("update_character", {"char": c, "set": {"owner": vtt_table.users["obs"]}})
+    obs = await vtt_table.connect("obs")
+    v = obs.v
+    failures = []
+    for op, build, _kind in ROLE_TABLE:
+        tries = [build(vtt_table)]
+        if "char" in tries[0]:
+            tries.append({**tries[0], "char": c})  # acting for its own character
+        if op == "first_aid":
+            tries.append({**tries[-1], "roll": 20})
+        for args in tries:
+            reply = await obs.cmd(op, args)
+            if reply.get("code") != "forbidden":
+                failures.append((op, args, reply))
+    assert not failures
+    fresh = await vtt_table.connect("obs")
+    assert fresh.v == v
+    for client in (gm, obs, fresh):
+        await client.close()
+
+
+async def test_players_cannot_escalate_through_users_or_their_own_sheet(vtt_table: Table) -> None:
+    p1 = await vtt_table.connect("p1")
+    mine = vtt_table.chars["c_p1"]
+    attempts = [
+        ("add_user", {"name": "Me again", "role": "gm"}),
+        ("rotate_token", {"user": vtt_table.users["gm"]}),
+        ("remove_user", {"user": vtt_table.users["gm"]}),
+        ("update_character", {"char": mine, "set": {"pv": 99, "pv_max": 99}}),
+        ("update_character", {"char": vtt_table.chars["c_npc"], "set": {"owner": p1.user}}),
+        ("heal", {"char": mine, "amount": 5, "stabilize": True}),
+        ("queue_rolls", {"rolls": [20, 20, 20]}),
+        ("first_aid", {"char": mine, "patient": mine, "roll": 20}),
+        ("end_turn", {"char": vtt_table.chars["c_p2"]}),
+        ("rest", {"char": vtt_table.chars["c_npc"], "kind": "night"}),
+    ]
+    for op, args in attempts:
+        reply = await p1.cmd(op, args)
+        assert reply.get("code") == "forbidden", (op, reply)
+    await p1.close()
