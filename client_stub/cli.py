@@ -98,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("args", nargs="*", metavar="key=value", help="arguments (JSON values)")
     cmd.add_argument("--expect", type=int, default=None, help="room version expected")
     cmd.add_argument("--id", dest="cmd_id", default=None, help="command id (default: random)")
+    cmd.add_argument(
+        "--events",
+        action="store_true",
+        help="add the command's events (rolls, condition changes...) to the printed ack",
+    )
     state = sub.add_parser("state", parents=[common], help="print the room state as JSON")
     state.add_argument("--compact", action="store_true", help="one line of JSON")
     return parser
@@ -133,6 +138,8 @@ def _connection_error(exc: BaseException) -> int:
 async def _cmd(ns: argparse.Namespace, url: str, token: str, room: str | None) -> int:
     args = parse_pairs(ns.args)
     client = Client(url, token, room, ns.proto)
+    patches: dict[int, dict[str, Any]] = {}
+    client.on_patch(lambda p: patches.__setitem__(p["v"], p))
     try:
         await client.connect(timeout=ns.timeout)
         ack = await client.command(
@@ -145,6 +152,10 @@ async def _cmd(ns: argparse.Namespace, url: str, token: str, room: str | None) -
         return _connection_error(exc)
     finally:
         await client.close()
+    if ns.events:
+        # The ack returns once the mirror holds its version, so its patch is here
+        # (absent only for a `dup` retry whose patch predates this connection).
+        ack = {**ack, "events": patches.get(ack.get("v"), {}).get("events", [])}
     _print_json(ack)
     return EXIT_OK
 

@@ -64,6 +64,20 @@ async def test_cmd_prints_ack_and_state_prints_state(table: LiveTable) -> None:
         assert table.token("gm") not in text
 
 
+async def test_cmd_events_shows_the_rolls_of_the_command(table: LiveTable) -> None:
+    """`cmd --events`: the ack carries its patch's events, e.g. the X2 roll event."""
+    code, out, err = await run(table, "cmd", "damage", "char=c1", "amount=100")
+    assert code == 0, err
+    code, out, err = await run(table, "cmd", "queue_rolls", "rolls=[17]")
+    assert code == 0, err
+    code, out, err = await run(table, "cmd", "--events", "first_aid", "char=c2", "patient=c1")
+    assert code == 0, err
+    ack = json.loads(out)
+    rolls = [e for e in ack["events"] if e["kind"] == "roll"]
+    assert len(rolls) == 1 and rolls[0]["d20"] == 17 and rolls[0]["check"] == "medicine"
+    assert any(e["kind"] == "condition" and e["to"] == "stable" for e in ack["events"])
+
+
 async def test_cmd_refused_exits_non_zero_with_json_error(table: LiveTable) -> None:
     code, out, _ = await run(table, "cmd", "damage", "char=c1", "amount=1", token=table.token("p1"))
     assert code == 1
