@@ -25,17 +25,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 import rules
+from tests.helpers.table import SHEET
 
 WEB = Path(__file__).resolve().parents[2] / "client_stub" / "web"
-
-SHEET: dict[str, Any] = {
-    "level": 3,
-    "pv_max": 20,
-    "pe_max": 15,
-    "pp_max": 6,
-    "abilities": {"str": 10, "dex": 14, "con": 14, "int": 10, "wis": 12, "cha": 8},
-    "medicine": 5,
-}
 
 
 class FakeServer:

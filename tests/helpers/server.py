@@ -41,6 +41,7 @@ from websockets.exceptions import ConnectionClosed
 import rules
 from sync_server import Config, Server
 from sync_server.codec import CODECS, JSON, MSGPACK
+from tests.helpers.table import SHEET
 
 WAIT = 10.0  # seconds: the bound on any single wait in these helpers
 ADMIN_TOKEN = "test-admin-token-" + "x" * 24
@@ -48,14 +49,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROTOS = {"msgpack": MSGPACK, "json": JSON}
 
-SHEET: dict[str, Any] = {
-    "level": 3,
-    "pv_max": 20,
-    "pe_max": 15,
-    "pp_max": 6,
-    "abilities": {"str": 10, "dex": 14, "con": 14, "int": 10, "wis": 12, "cha": 8},
-    "medicine": 5,
-}
 
 _ids = itertools.count(1)
 
