@@ -486,14 +486,13 @@ class RoomHost:
             if o.patch is not None:
                 self.recent.append(o.patch)
                 self.fanout.publish(self.room_id, o.patch)
-                self.metrics.patches.inc()
+                self.metrics.patch()
             o.item.reply(o.frame)
             for uid in o.closes:
                 self.fanout.close_user(
                     self.room_id, uid, frames.CLOSE_REVOKED, "user removed or token rotated"
                 )
-            self.metrics.commands.labels(op_label(o.item.op), o.outcome).inc()
-            self.metrics.command_seconds.observe(now - o.item.received)
+            self.metrics.command(o.item.op, o.outcome, now - o.item.received)
             if o.item.done is not None:
                 o.item.done()
 
@@ -753,10 +752,17 @@ class Rooms:
         self.hosts.clear()
 
     async def unload_idle(self) -> list[str]:
-        """Drop idle rooms from memory (they reload lazily); returns their ids."""
+        """Drop idle rooms from memory (they reload lazily); returns their ids.
+
+        Each `await host.stop()` lets other tasks run, so a later room of the
+        snapshot may meanwhile have been deleted (its host popped), and even
+        re-created and loaded again (a new host under the same id). Only the
+        very host found idle is dropped: deleting `hosts[room]` blindly would
+        raise KeyError (ending the sweeper for good) or drop the new host
+        without stopping it (a live orphan, then a second host for the room)."""
         dropped = []
         for room, host in list(self.hosts.items()):
-            if host.idle:
+            if host.idle and self.hosts.get(room) is host:
                 del self.hosts[room]
                 await host.stop()
                 dropped.append(room)

@@ -5,10 +5,14 @@ command, and a full scene is seen live by everyone (issue 3)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 
+import pytest
+
 from sync_server import Server
-from tests.helpers.server import Client, Table, create_table
+from sync_server import rooms as rooms_module
+from tests.helpers.server import Client, Table, connect_admin, create_table
 
 
 async def _gm_burst(gm: Client, t: Table, n: int, seed: int) -> list[dict]:
@@ -115,3 +119,41 @@ async def test_a_full_scene_is_seen_live_by_everyone(vtt_table: Table) -> None:
     assert conditions == [("conscious", "dying"), ("dying", "stable"), ("stable", "conscious")]
     for c in (gm, p1, p2, obs):
         await c.close()
+
+
+async def test_fresh_tokens_open_sessions_at_once_while_rooms_churn(
+    vtt_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tables created side by side (their writes group-committed together),
+    every fresh token used at once, rooms deleted and re-created under the
+    same ids, and idle rooms unloaded as fast as the loop allows: every
+    hello with a token the server just handed out is welcomed."""
+    monkeypatch.setattr(rooms_module, "ROOM_IDLE_UNLOAD_SECONDS", -1.0)
+    stop = asyncio.Event()
+
+    async def unloader() -> None:
+        while not stop.is_set():
+            await vtt_server.rooms.unload_idle()
+            await asyncio.sleep(0)
+
+    async def table_round(room: str, admin: Client) -> None:
+        t = await create_table(vtt_server.url, room=room)
+        sessions = await asyncio.gather(
+            *(t.connect(who, proto) for who in t.tokens for proto in ("msgpack", "json"))
+        )
+        assert [s.user for s in sessions] == [t.users[w] for w in t.tokens for _ in "ab"]
+        for s in sessions:
+            await s.close()
+        await admin.ok("delete_room", {"room": room})
+
+    sweeping = asyncio.create_task(unloader())
+    admin = await connect_admin(vtt_server.url)
+    try:
+        for _ in range(3):
+            await asyncio.gather(*(table_round(f"churn{k}", admin) for k in range(6)))
+    finally:
+        stop.set()
+        await admin.close()
+        with contextlib.suppress(Exception):
+            await sweeping
+    assert sweeping.exception() is None  # the unloading never failed

@@ -132,3 +132,41 @@ def test_invert_undoes_a_diff() -> None:
         ops = rules.diff(old, new)
         back = rules.apply_ops(copy.deepcopy(new), invert(ops, old))
         assert back == old
+
+
+@pytest.mark.parametrize("recreated", [False, True], ids=["deleted", "deleted-and-recreated"])
+async def test_unloading_drops_only_the_host_it_found_idle(
+    vtt_server, monkeypatch, recreated: bool
+) -> None:
+    """`unload_idle` awaits each idle host's stop; meanwhile another room of
+    its snapshot may be deleted (and re-created and loaded again). It must
+    then leave that room alone: not raise KeyError (which would end the
+    sweeper for good), nor drop the new host from `hosts` without stopping
+    it (a live orphan, and a second host on the next load)."""
+    rooms = vtt_server.rooms
+    for room in ("a", "b"):
+        ack = await vtt_server.admin_command("create_room", {"room": room, "name": room})
+        assert ack["t"] == "ack", ack
+    first, old_b = await rooms.get("a"), await rooms.get("b")
+    assert first is not None and old_b is not None and list(rooms.hosts) == ["a", "b"]
+    monkeypatch.setattr(rooms_module, "ROOM_IDLE_UNLOAD_SECONDS", -1.0)  # all idle at once
+    stop_first = first.stop
+    new_b: list[rooms_module.RoomHost | None] = []
+
+    async def stop_while_b_is_deleted() -> None:  # the interleaving, made deterministic
+        await stop_first()
+        assert (await vtt_server.admin_command("delete_room", {"room": "b"}))["t"] == "ack"
+        if recreated:
+            ack = await vtt_server.admin_command("create_room", {"room": "b", "name": "again"})
+            assert ack["t"] == "ack", ack
+            new_b.append(await rooms.get("b"))
+
+    monkeypatch.setattr(first, "stop", stop_while_b_is_deleted)
+    assert await rooms.unload_idle() == ["a"]
+    assert old_b.closed
+    if recreated:
+        assert new_b[0] is not None and new_b[0] is not old_b and not new_b[0].closed
+        assert rooms.hosts == {"b": new_b[0]}
+        assert await rooms.get("b") is new_b[0]  # no second host for the room
+    else:
+        assert rooms.hosts == {}
