@@ -16,7 +16,7 @@ import rules
 from sync_server import frames
 from sync_server.auth import RecentTokens, hash_token, new_token
 from sync_server.limits import MAX_ROOM_NAME
-from sync_server.metrics import Metrics, op_label
+from sync_server.metrics import Metrics
 from sync_server.rooms import Rooms, valid_room_id
 from sync_server.storage import AdminRecord, Storage
 
@@ -80,8 +80,7 @@ class Admin:
         async with self._lock:
             frame = await self._execute(cmd_id, op, args)
         outcome = "dup" if frame.get("dup") else ("ok" if frame["t"] == "ack" else frame["code"])
-        self.metrics.commands.labels(op_label(op), outcome).inc()
-        self.metrics.command_seconds.observe(time.monotonic() - started)
+        self.metrics.command(op, outcome, time.monotonic() - started)
         return frame
 
     async def _execute(self, cmd_id: str, op: Any, args: Any) -> dict[str, Any]:

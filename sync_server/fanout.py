@@ -17,6 +17,14 @@ open and not paused by flow control, the frame is written to the socket
 at once, synchronously, through websockets' Sans-I/O protocol object. Any
 other time it goes through the queue and the writer task, as before, so
 order and the slow-reader bound are unchanged.
+
+Pre-serialized frames (the next hot spot: websockets building the same
+frame once per client): a server's frames are unmasked and compression is
+off, so a patch's WebSocket frame, header included, is the same bytes for
+every client of one subprotocol. `LocalFanOut.publish` serializes it once
+(`server_frame`) and `Outbox.push` writes those bytes straight to the
+client's transport when that is exactly what websockets would have done
+(see `_raw_writer`); else it takes the direct path, else the queue.
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ from typing import Any, Protocol
 
 import attrs
 from websockets.exceptions import ConnectionClosed
-from websockets.protocol import State
+from websockets.frames import Frame, Opcode
+from websockets.protocol import Side, State
 
 from sync_server.codec import Codec
 from sync_server.limits import CLOSE_TIMEOUT_SECONDS, OUTBOX_MAX_BYTES, OUTBOX_MAX_FRAMES
@@ -85,6 +94,59 @@ def _direct_writer(ws: Connection) -> Callable[[bytes, bool], bool] | None:
     return write
 
 
+def _raw_writer(ws: Connection) -> Callable[[bytes], bool] | None:
+    """A writer of complete, pre-serialized frames (`server_frame`) to a
+    websockets asyncio server connection's transport, skipping its
+    Sans-I/O protocol object. Sound because, in websockets 17, sending a
+    data frame changes nothing in the protocol's state but its `writes`
+    buffer (`Protocol.send_frame` appends `frame.serialize(...)`, which
+    `Connection.send_data` hands to `transport.write` at once): writing the
+    same bytes to the transport is what `send` does. Pings, pongs and the
+    close handshake also go through `writes` and are flushed to the
+    transport within the same callback, so frames stay whole and in order.
+
+    The write is refused (False, nothing written; the caller falls back)
+    unless the connection is OPEN (not closing or closed), not paused by
+    flow control, has no fragmented message under way and nothing waiting
+    in the protocol's `writes`. None (never usable) for client connections
+    (their frames are masked), negotiated extensions (compression makes
+    frames per-connection) and objects without these attributes (test
+    doubles, another websockets version)."""
+    protocol = getattr(ws, "protocol", None)
+    transport = getattr(ws, "transport", None)
+    if (
+        protocol is None
+        or transport is None
+        or not hasattr(ws, "paused")
+        or getattr(protocol, "side", None) is not Side.SERVER
+        or getattr(protocol, "extensions", None) != []
+        or not isinstance(getattr(protocol, "writes", None), list)
+        or not hasattr(protocol, "expect_continuation_frame")
+    ):
+        return None
+
+    def write(frame: bytes) -> bool:
+        if (
+            ws.paused  # type: ignore[attr-defined]
+            or protocol.state is not State.OPEN
+            or protocol.writes
+            or protocol.expect_continuation_frame
+            or getattr(ws, "send_in_progress", None) is not None
+        ):
+            return False
+        transport.write(frame)
+        return True
+
+    return write
+
+
+def server_frame(data: bytes, text: bool) -> bytes:
+    """One complete WebSocket frame as a server sends it (FIN, unmasked, no
+    extensions), serialized by websockets itself so the bytes are exactly
+    those `send` would produce."""
+    return Frame(Opcode.TEXT if text else Opcode.BINARY, data).serialize(mask=False)
+
+
 def wire_bytes(data: bytes | str) -> bytes:
     """A codec's output as the bytes of a WebSocket frame (JSON text is
     UTF-8 encoded here, once, rather than by each connection's send)."""
@@ -116,6 +178,7 @@ class Outbox:
         self._bytes = 0
         self._text = not codec.binary  # JSON: text frames (of UTF-8 bytes)
         self._direct = _direct_writer(ws)
+        self._raw = _raw_writer(ws)
         self._writing = False  # the writer task is inside ws.send
         self._wake = asyncio.Event()
         self.closing = False  # no more frames accepted
@@ -131,18 +194,16 @@ class Outbox:
         if not self.closing:
             self.push(self.codec.encode(frame))
 
-    def push(self, data: bytes | str) -> None:
-        """Send or queue an already-encoded frame (fan-out shares the bytes)."""
+    def push(self, data: bytes | str, frame: bytes | None = None) -> None:
+        """Send or queue an already-encoded message (fan-out shares the
+        bytes). `frame`, if given, is the same message as a complete
+        WebSocket frame (`server_frame(data, text)`), written as is when the
+        connection allows it."""
         if self.closing:
             return
         data = wire_bytes(data)
-        if (
-            not self._queue
-            and not self._writing
-            and self._direct is not None
-            and self._task is not None
-            and self._direct(data, self._text)
-        ):
+        idle = not self._queue and not self._writing and self._task is not None
+        if idle and self._now(data, frame):
             if self._on_sent is not None:
                 self._on_sent(1)
             return
@@ -154,6 +215,13 @@ class Outbox:
         self._queue.append(data)
         self._bytes += len(data)
         self._wake.set()
+
+    def _now(self, data: bytes, frame: bytes | None) -> bool:
+        """Write at once, synchronously, if the connection allows it: the
+        shared frame first, else through websockets' protocol object."""
+        if frame is not None and self._raw is not None and self._raw(frame):
+            return True
+        return self._direct is not None and self._direct(data, self._text)
 
     def close_after(self, code: int, reason: str) -> None:
         """Close once every frame queued so far is sent (e.g. 4403 after
@@ -273,12 +341,16 @@ class LocalFanOut:
                 del self._rooms[room]
 
     def publish(self, room: str, frame: dict[str, Any]) -> None:
-        encoded: dict[str, bytes] = {}  # once per subprotocol present
+        # Once per subprotocol present: the message, and the same message
+        # as a complete WebSocket frame for the outboxes that can take it.
+        encoded: dict[str, tuple[bytes, bytes]] = {}
         for client in list(self._rooms.get(room, ())):
-            data = encoded.get(client.codec.name)
-            if data is None:
-                data = encoded[client.codec.name] = wire_bytes(client.codec.encode(frame))
-            client.push(data)
+            codec = client.codec
+            wire = encoded.get(codec.name)
+            if wire is None:
+                data = wire_bytes(codec.encode(frame))
+                wire = encoded[codec.name] = (data, server_frame(data, not codec.binary))
+            client.push(*wire)
 
     def count(self, room: str, user: str | None = None) -> int:
         clients = self._rooms.get(room, {})

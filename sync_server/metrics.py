@@ -2,9 +2,20 @@
 
 Not the global registry: tests run several servers in one process, and each
 must count only its own traffic.
+
+The per-command and per-frame counts (commands by op and outcome, patches,
+frames sent: about ten per command) are plain integer additions on the hot
+path; `render` folds them into the Prometheus counters before each scrape.
+A prometheus_client `Counter.inc` takes a lock and, with labels, a lookup
+under another: ~3% of the server's time at 20 rooms x 8 clients. The
+exposition is unchanged (same names, labels, values at scrape time). Every
+use is on the event-loop thread, scrapes included (`web.py`), so the plain
+counts need no lock.
 """
 
 from __future__ import annotations
+
+from collections import Counter as Tally
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -60,6 +71,35 @@ class Metrics:
         self.rate_limited = Counter(
             "vtt_rate_limited", "Frames refused by the rate limit", registry=r
         )
+        # Counted here, folded into the counters above by `fold`.
+        self._commands: Tally[tuple[str, str]] = Tally()
+        self._patches = 0
+        self._frames_sent = 0
+
+    def command(self, op: object, outcome: str, seconds: float) -> None:
+        """One command answered (ack or error) after `seconds`."""
+        self._commands[op_label(op), outcome] += 1
+        self.command_seconds.observe(seconds)
+
+    def patch(self) -> None:
+        self._patches += 1
+
+    def frames(self, n: int) -> None:
+        """`n` frames written to clients (an outbox's `on_sent`)."""
+        self._frames_sent += n
+
+    def fold(self) -> None:
+        """Move the plain counts into the Prometheus counters."""
+        for (op, outcome), n in self._commands.items():
+            self.commands.labels(op, outcome).inc(n)
+        self._commands.clear()
+        if self._patches:
+            self.patches.inc(self._patches)
+            self._patches = 0
+        if self._frames_sent:
+            self.frames_sent.inc(self._frames_sent)
+            self._frames_sent = 0
 
     def render(self) -> bytes:
+        self.fold()
         return generate_latest(self.registry)

@@ -201,7 +201,7 @@ class Session:
             user,
             max_frames=self.server.config.outbox_max_frames,
             max_bytes=self.server.config.outbox_max_bytes,
-            on_sent=metrics.frames_sent.inc,
+            on_sent=metrics.frames,
             on_too_slow=self._too_slow,
         )
 

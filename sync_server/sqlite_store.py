@@ -24,6 +24,7 @@ from typing import Any
 import msgpack
 
 from rules import apply_ops
+from sync_server.codec import packb
 from sync_server.limits import SNAPSHOTS_KEPT
 from sync_server.storage import (
     AdminRecord,
@@ -70,7 +71,7 @@ CREATE TABLE IF NOT EXISTS admin_log (
 
 
 def _pack(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
+    return packb(value)  # a Packer reused by the storage thread
 
 
 def _unpack(blob: bytes) -> Any:

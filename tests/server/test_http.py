@@ -10,6 +10,7 @@ import urllib.request
 
 from sync_server import Server
 from sync_server.config import DEFAULT_WEB_DIR
+from sync_server.metrics import Metrics
 from tests.helpers.server import Table, running_server
 
 
@@ -84,3 +85,23 @@ async def test_placeholder_when_the_page_is_absent_and_whitelist(tmp_path) -> No
             status, _, body = await get(srv.http_url + bad)
             assert status == 404, bad
             assert b"do not serve" not in body
+
+
+def test_hot_path_counts_are_folded_at_each_scrape() -> None:
+    """Commands, patches and frames are counted in plain ints and folded
+    into the Prometheus counters by render(): same series, counted once."""
+    m = Metrics()
+    m.command("damage", "ok", 0.002)
+    m.command("damage", "ok", 0.003)
+    m.command("no such op", "unknown_op", 0.001)
+    m.patch()
+    m.frames(3)
+    for _ in range(2):  # a second scrape must not count anything twice
+        text = m.render().decode()
+        assert 'vtt_commands_total{op="damage",outcome="ok"} 2.0' in text
+        assert 'vtt_commands_total{op="other",outcome="unknown_op"} 1.0' in text
+        assert "vtt_patches_total 1.0" in text
+        assert "vtt_frames_sent_total 3.0" in text
+        assert "vtt_command_seconds_count 3.0" in text
+    m.frames(1)
+    assert "vtt_frames_sent_total 4.0" in m.render().decode()
