@@ -16,7 +16,7 @@ import statistics
 import time
 
 from rules import Actor, Refused, Room, SeededDice, apply, diff, new_room
-from rules.model import ABILITIES, Character
+from tests.helpers.table import stable_room
 
 SHEET = {
     "level": 3,
@@ -79,34 +79,8 @@ def bench_commands(n: int, with_diff: bool) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def stable_room(n: int) -> Room:
-    room, _ = new_room("bench", "Bench", "GM")
-    for i in range(n):
-        cid = f"s{i}"
-        room.characters[cid] = Character(
-            id=cid,
-            seq=i + 1,
-            name=cid,
-            owner=None,
-            level=2,
-            pv=0,
-            pv_max=10,
-            pe=0,
-            pe_max_base=5,
-            pp=3,
-            pp_max=3,
-            abilities=dict.fromkeys(ABILITIES, 12),
-            ability_damage=dict.fromkeys(ABILITIES, 0),
-            medicine=0,
-            condition="stable",
-            stable_since=0,
-        )
-    room.next_seq = n + 1
-    return room
-
-
 def bench_advance(seconds: int, n: int = 100) -> float:
-    room = stable_room(n)
+    room = stable_room(n, con=14)
     actor = Actor("u1", "gm")
     t0 = time.perf_counter()
     apply(room, "advance_clock", {"seconds": seconds}, actor, SeededDice(3))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from rules import Actor, Outcome, Room, ScriptedDice, apply, new_room
-from rules.model import Character
+from rules.model import ABILITIES, Character
 
 SHEET: dict[str, Any] = {
     "level": 3,
@@ -78,3 +78,33 @@ class Table:
         self.down(cid)
         self.do("heal", char=cid, amount=0, stabilize=True)
         assert self.char(cid).condition == "stable"
+
+
+def stable_room(n: int, con: int = 10, healer_medicine: int | None = None) -> Room:
+    """A room of `n` characters stable at 0 PV since second 0 (L1), built as
+    plain data so that thousands cost nothing; with `healer_medicine`, each
+    has a conscious healer of that Medicine bonus (L4). Used by the exact-odds
+    test and the benchmarks."""
+    room, _ = new_room("stable", "Stable", "GM")
+
+    def sheet(cid: str, seq: int, scores: dict[str, int], **fields: Any) -> Character:
+        base = {"pv": 10, "pe": 5, "medicine": 0} | fields
+        return Character(
+            id=cid, seq=seq, name=cid, owner=None, level=2, pv_max=10, pe_max_base=5,
+            pp=3, pp_max=3, abilities=scores, ability_damage=dict.fromkeys(ABILITIES, 0), **base,
+        )  # fmt: skip
+
+    for i in range(n):
+        patient = sheet(
+            f"s{i}", i + 1, dict.fromkeys(ABILITIES, 10) | {"con": con},
+            pv=0, pe=0, condition="stable", stable_since=0,
+        )  # fmt: skip
+        room.characters[patient.id] = patient
+        if healer_medicine is not None:
+            healer = sheet(
+                f"h{i}", n + i + 1, dict.fromkeys(ABILITIES, 10), medicine=healer_medicine
+            )
+            room.characters[healer.id] = healer
+            patient.healer = healer.id
+    room.next_seq = 2 * n + 1
+    return room

@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import pytest
 
-from rules import Actor, Room, SeededDice, apply
-from rules.model import ABILITIES, Character, User
+from rules import Actor, SeededDice, apply
+from tests.helpers.table import stable_room
 
 N = 4000
 
@@ -42,52 +42,6 @@ def p_death(con_mod: int, healer_medicine: int | None) -> Fraction:
     return sum((stay**k * die for k in range(8)), Fraction(0))
 
 
-def room_of_stable(n: int, con: int, healer_medicine: int | None) -> Room:
-    room = Room(room="odds", name="odds", users={"u1": User("GM", "gm")}, next_user=2)
-    scores = dict.fromkeys(ABILITIES, 10) | {"con": con}
-    for i in range(n):
-        cid = f"s{i}"
-        room.characters[cid] = Character(
-            id=cid,
-            seq=i + 1,
-            name=cid,
-            owner=None,
-            level=2,
-            pv=0,
-            pv_max=10,
-            pe=0,
-            pe_max_base=5,
-            pp=3,
-            pp_max=3,
-            abilities=dict(scores),
-            ability_damage=dict.fromkeys(ABILITIES, 0),
-            medicine=0,
-            condition="stable",
-            stable_since=0,
-        )
-        if healer_medicine is not None:
-            hid = f"h{i}"
-            room.characters[hid] = Character(
-                id=hid,
-                seq=n + i + 1,
-                name=hid,
-                owner=None,
-                level=2,
-                pv=10,
-                pv_max=10,
-                pe=5,
-                pe_max_base=5,
-                pp=3,
-                pp_max=3,
-                abilities=dict.fromkeys(ABILITIES, 10),
-                ability_damage=dict.fromkeys(ABILITIES, 0),
-                medicine=healer_medicine,
-            )
-            room.characters[cid].healer = hid
-    room.next_seq = 2 * n + 1
-    return room
-
-
 @pytest.mark.parametrize(
     ("con", "healer"),
     [(10, None), (14, None), (6, None), (10, 5), (8, 0)],
@@ -97,7 +51,7 @@ def test_L1_L4_death_rate_matches_the_markov_chain(con, healer):
     """L1 (and L4 with a healer): the death rate over 8 hourly checks equals the exact chain."""
     con_mod = (con - 10) // 2
     expected = float(p_death(con_mod, healer))
-    room = room_of_stable(N, con, healer)
+    room = stable_room(N, con, healer)
     out = apply(
         room,
         "advance_clock",
@@ -114,7 +68,7 @@ def test_L1_L4_death_rate_matches_the_markov_chain(con, healer):
 
 def test_L5_nonlethal_never_dies_from_the_checks():
     """L5: a character downed by nonlethal damage never dies from L1."""
-    room = room_of_stable(500, 6, None)
+    room = stable_room(500, 6, None)
     for c in room.characters.values():
         c.nonlethal = True
     out = apply(room, "advance_clock", {"seconds": 8 * 3600}, Actor("u1", "gm"), SeededDice(7))
