@@ -26,6 +26,7 @@ from rules.errors import Conflict, Forbidden, InvalidArgs, NotFound, Refused, Ru
 from rules.invariants import violations
 from rules.model import Character, Room, from_dict, to_dict
 from rules.patch import apply_ops, diff
+from rules.revert import revert
 
 __all__ = [
     "ADMIN_OPS",
@@ -53,6 +54,7 @@ __all__ = [
     "diff",
     "from_dict",
     "new_room",
+    "revert",
     "to_dict",
     "violations",
 ]

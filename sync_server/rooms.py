@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import itertools
 import logging
 import re
@@ -503,10 +502,9 @@ class RoomHost:
 
     async def _evaluate_undo(self, c: Command) -> _Out:
         """Undo (PROTOCOL.md): revert the latest undoable command not yet
-        undone with its stored inverse ops, as a new version. User and token
-        commands are not undoable, so the users map stays as it is now, and a
-        character whose restored owner is no longer a user gets owner null
-        (as remove_user would have done)."""
+        undone with its stored inverse ops, as a new version. What the revert
+        restores (and what it keeps: users, live owners) is the rules'
+        business: `rules.revert`."""
         early = self._prelude(c)
         if early is not None:
             return early
@@ -529,28 +527,15 @@ class RoomHost:
         if target is None:
             return self._refuse(c, ("conflict", "nothing to undo"))
         try:
-            state = rules.apply_ops(copy.deepcopy(self.state), target.inverse)
-        except (KeyError, TypeError, IndexError, ValueError):
-            return self._refuse(c, ("conflict", f"version {target.v} can no longer be undone"))
-        state["users"] = copy.deepcopy(self.state["users"])
-        state["next_user"] = self.state.get("next_user", state.get("next_user"))
-        for char in state.get("characters", {}).values():
-            if char.get("owner") is not None and char["owner"] not in state["users"]:
-                char["owner"] = None
-        try:
-            room = rules.Room.from_dict(state)
-        except Exception:
-            log.exception("room %s: undo of v%d gives an unreadable state", self.room_id, target.v)
-            return self._refuse(c, ("internal", "undo would give an unreadable state"))
-        broken = rules.violations(room)
-        if broken:
-            return self._refuse(c, ("rule", f"undoing version {target.v} would break: {broken[0]}"))
+            room = rules.revert(self.room, self.state, target.inverse, target.v)
+        except rules.Refused as refused:
+            return self._refuse(c, (refused.code, refused.message))
         events = [{"kind": "undo", "undone": target.v, "op": target.op, "by": target.user}]
         result = {"undone": target.v, "op": target.op}
         return self._accept(
             c,
             new_room=room,
-            new_state=room.to_dict(),
+            new_state=room.to_dict(since=(self.room, self.state)),
             events=events,
             result=result,
             ack_result=dict(result),

@@ -1,0 +1,42 @@
+"""Undo's rule: what reverting a past command restores (PROTOCOL.md, undo).
+
+The server keeps the log; it hands this module the room as it is now and
+the stored inverse ops of the command to revert. What comes back is the room
+as it was before that command, except what undo never reverts: the users
+(user and token commands cannot be undone, so users added or removed since
+stay as they are now), and owners that no longer exist (a restored character
+whose owner was removed since gets owner null, as remove_user would have
+done). A result that breaks an invariant is refused, never repaired.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from rules.errors import Conflict, RuleBroken
+from rules.invariants import violations
+from rules.model import Room
+from rules.patch import apply_ops
+
+
+def revert(room: Room, state: dict[str, Any], inverse: list[Any], v: int) -> Room:
+    """The room with version `v`'s command reverted; `state` is `room`'s dict
+    form (the server has it already), `inverse` the ops stored with `v`."""
+    try:
+        restored = apply_ops(copy.deepcopy(state), inverse)
+    except (KeyError, TypeError, IndexError, ValueError):
+        raise Conflict(f"version {v} can no longer be undone")
+    restored["users"] = copy.deepcopy(state["users"])
+    restored["next_user"] = state.get("next_user", restored.get("next_user"))
+    for char in restored.get("characters", {}).values():
+        if char.get("owner") is not None and char["owner"] not in restored["users"]:
+            char["owner"] = None
+    try:
+        out = Room.from_dict(restored)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RuleBroken(f"undoing version {v} would give an unreadable state ({exc})")
+    broken = violations(out)
+    if broken:
+        raise RuleBroken(f"undoing version {v} would break: {broken[0]}")
+    return out
