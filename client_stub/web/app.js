@@ -225,6 +225,14 @@ function onCardAction(id, action, card, btn) {
       if (medic) run("first_aid", { char: medic, patient: id }, btn);
       break;
     }
+    case "tend": {
+      const healer = $(".healer-pick", card).value;
+      if (healer) run("tend", { char: healer, patient: id }, btn);
+      break;
+    }
+    case "untend":
+      run("untend", { patient: id }, btn);
+      break;
     default:
       break;
   }
@@ -286,22 +294,38 @@ function updateCard(card, id, c, state) {
   const hasOwnButtons = $$(".owner-only button", card).some((b) => !b.hidden && !b.closest("[hidden]"));
   if (!hasOwnButtons) own.hidden = true;
 
-  // first aid: a dying patient, a conscious medic the user may act as
-  const aid = $(".aid", card);
-  const medics =
-    c.condition === "dying"
-      ? Object.entries(state.characters)
-          .filter(([mid, m]) => mid !== id && m.condition === "conscious" && canAct(m))
-          .sort((a, b) => (a[1].seq ?? 0) - (b[1].seq ?? 0))
-      : [];
-  aid.hidden = medics.length === 0 || client.role === "observer";
-  const select = $(".medic", card);
+  // first aid (S1): a dying patient, a conscious medic the user may act as
+  const medics = c.condition === "dying" ? helpers(state, id) : [];
+  $(".aid", card).hidden = medics.length === 0 || client.role === "observer";
+  fillPicker($(".medic", card), medics);
+
+  // tending (L4): a stable patient, a conscious healer the user may act as;
+  // the GM or the owner of the patient or of its healer may stop it.
+  const healers = c.condition === "stable" && !c.healer ? helpers(state, id) : [];
+  const healerChar = c.healer ? state.characters[c.healer] : null;
+  const mayUntend = !!c.healer && (isGM() || canAct(c) || (healerChar && canAct(healerChar)));
+  $(".tend", card).hidden = client.role === "observer" || (healers.length === 0 && !mayUntend);
+  $('[data-action="tend"]', card).hidden = healers.length === 0;
+  $(".healer-pick", card).hidden = healers.length === 0;
+  $('[data-action="untend"]', card).hidden = !mayUntend;
+  fillPicker($(".healer-pick", card), healers);
+}
+
+// Conscious characters, other than `id`, that this user may act as.
+function helpers(state, id) {
+  return Object.entries(state.characters)
+    .filter(([hid, h]) => hid !== id && h.condition === "conscious" && canAct(h))
+    .sort((a, b) => (a[1].seq ?? 0) - (b[1].seq ?? 0));
+}
+
+// Refill a <select> of characters only when its options change (keeps the choice).
+function fillPicker(select, entries) {
   const keep = select.value;
-  const wanted = medics.map(([mid]) => mid).join(",");
+  const wanted = entries.map(([cid]) => cid).join(",");
   if (select.dataset.options !== wanted) {
-    select.replaceChildren(...medics.map(([mid, m]) => new Option(m.name, mid)));
+    select.replaceChildren(...entries.map(([cid, ch]) => new Option(ch.name, cid)));
     select.dataset.options = wanted;
-    if (medics.some(([mid]) => mid === keep)) select.value = keep;
+    if (entries.some(([cid]) => cid === keep)) select.value = keep;
   }
 }
 

@@ -236,6 +236,36 @@ async def test_new_page_shows_the_recent_log(browser: Any, table: LiveTable) -> 
     assert kinds.index("roll") < kinds.index("damage")
 
 
+async def test_a_player_tends_a_stable_character_from_the_page(
+    browser: Any, table: LiveTable
+) -> None:
+    """L4 from the page: p1 picks its conscious Aline as Chloe's healer; the
+    GM page shows it; p1 stops it. Observers get no tending controls."""
+    from playwright.async_api import expect
+
+    async with Client(table.url, table.token("gm"), ROOM) as gm:
+        await gm.command("damage", char="c3", amount=30)
+        await gm.command("heal", char="c3", amount=0, stabilize=True)  # stable at 0 PV (S2)
+    player = await open_page(browser, table.page("p1"))
+    gm_page = await open_page(browser, table.page("gm"))
+    obs = await open_page(browser, table.page("obs"))
+    chloe = '[data-char="c3"]'
+    await expect(player.locator(f"{chloe} .tend")).to_be_visible()
+    assert await player.locator(f"{chloe} .healer-pick option").all_inner_texts() == ["Aline"]
+    await player.click(f'{chloe} button[data-action="tend"]')
+    await expect(gm_page.locator(f"{chloe} .healer")).to_have_text(
+        "tended by Aline", timeout=SYNC_MS
+    )
+    await expect(obs.locator(f"{chloe} .tend")).to_be_hidden()
+    untend = player.locator(f'{chloe} button[data-action="untend"]')
+    await expect(untend).to_be_visible()
+    await untend.click()
+    await expect(gm_page.locator(f"{chloe} .healer")).to_be_hidden(timeout=SYNC_MS)
+    _, state = await table.state()
+    assert state["characters"]["c3"]["healer"] is None
+    assert player.js_errors == [] and gm_page.js_errors == [] and obs.js_errors == []
+
+
 async def test_browser_client_fills_a_gap_and_resends_after_reconnect(browser: Any) -> None:
     """The ES module against the stand-in server: a lost patch makes it `sync`;
     a command sent while the server is down is sent once it is back."""
