@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from client_stub import Client
 from client_stub.cli import build_parser, normalize_url, parse_pairs
 from tests.helpers.live_table import ROOM, LiveTable
 
@@ -126,3 +127,44 @@ async def test_token_given_before_the_subcommand_is_used(table: LiveTable) -> No
     _, state = await table.state()
     assert json.loads(out) == state
     assert table.token("obs") not in out + err
+
+
+async def test_watch_keeps_running_across_a_server_restart(table: LiveTable) -> None:
+    """`watch` is a live view: it shows the table, survives a restart of the
+    server (same data dir and port) and shows what changed after it."""
+    env = {
+        **os.environ,
+        "VTT_SYNC_URL": table.url,
+        "VTT_SYNC_TOKEN": table.token("obs"),
+        "VTT_SYNC_ROOM": ROOM,
+        "COLUMNS": "120",
+        "TTY_INTERACTIVE": "1",  # rich: refresh the live view on a pipe too
+        "FORCE_COLOR": "0",
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "client_stub", "watch", cwd=REPO, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    seen = bytearray()
+
+    async def until(text: str, timeout: float = 20) -> None:
+        async def read() -> None:
+            assert proc.stdout is not None
+            while text.encode() not in seen:
+                chunk = await proc.stdout.read(4096)
+                assert chunk, f"watch exited before showing {text!r}"
+                seen.extend(chunk)
+
+        await asyncio.wait_for(read(), timeout)
+
+    try:
+        await until("Aline")
+        await table.restart()
+        async with Client(table.url, table.token("gm"), ROOM) as gm:
+            await gm.command("update_character", char="c1", set={"name": "Renamed"})
+        await until("Renamed")
+        assert proc.returncode is None  # still running
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 10)
+    assert table.token("obs").encode() not in seen
