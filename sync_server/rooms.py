@@ -157,31 +157,32 @@ class _Out:
     pending: bool = False  # depends on this batch's commit (accepted or its dup)
 
 
+@attrs.frozen
+class RoomServices:
+    """What every room of a server shares: its storage, fan-out, metrics,
+    dice, recent tokens and limits. One object, handed from `Rooms` to each
+    `RoomHost` it loads, so that the two never list them twice."""
+
+    storage: Storage
+    fanout: FanOut
+    metrics: Metrics
+    dice: rules.Dice
+    tokens: RecentTokens
+    check_invariants: bool = False
+    max_per_room: int = MAX_CONNECTIONS_PER_ROOM
+    max_per_user: int = MAX_CONNECTIONS_PER_USER
+
+
 class RoomHost:
     """A loaded room: its state at version `v`, its queue and its worker."""
 
     def __init__(
         self,
         loaded: LoadedRoom,
-        *,
-        storage: Storage,
-        fanout: FanOut,
-        metrics: Metrics,
-        dice: rules.Dice,
-        tokens: RecentTokens,
-        check_invariants: bool = False,
-        max_per_room: int = MAX_CONNECTIONS_PER_ROOM,
-        max_per_user: int = MAX_CONNECTIONS_PER_USER,
+        services: RoomServices,
     ) -> None:
         self.room_id = loaded.room
-        self.storage = storage
-        self.fanout = fanout
-        self.metrics = metrics
-        self.dice = dice
-        self.tokens = tokens
-        self.check_invariants = check_invariants
-        self.max_per_room = max_per_room
-        self.max_per_user = max_per_user
+        self.services = services
         self.state: dict[str, Any] = loaded.state
         self.room = rules.Room.from_dict(loaded.state)
         self.v = loaded.v
@@ -219,7 +220,7 @@ class RoomHost:
         return (
             not self._items
             and not self._busy
-            and self.fanout.count(self.room_id) == 0
+            and self.services.fanout.count(self.room_id) == 0
             and time.monotonic() - self.last_active > ROOM_IDLE_UNLOAD_SECONDS
         )
 
@@ -295,7 +296,7 @@ class RoomHost:
         if entry is not None:
             v, result = entry
             result = dict(result)
-            remembered = self.tokens.recall((self.room_id, c.actor.user, c.cmd_id))
+            remembered = self.services.tokens.recall((self.room_id, c.actor.user, c.cmd_id))
             if remembered is not None:
                 result[remembered[0]] = remembered[1]
             return _Out(c, frames.ack(c.cmd_id, result, v=v, dup=True), "dup")
@@ -328,7 +329,7 @@ class RoomHost:
         if isinstance(c.op, str) and c.op in rules.ADMIN_OPS:
             return self._refuse(c, ("forbidden", f"{c.op} needs an admin session"))
         try:
-            out = rules.apply(self.room, c.op, c.args, c.actor, self.dice)
+            out = rules.apply(self.room, c.op, c.args, c.actor, self.services.dice)
         except rules.Refused as refused:
             err = frames.earliest((refused.code, refused.message), expect_err)
             assert err is not None
@@ -341,7 +342,7 @@ class RoomHost:
         # Incremental: unchanged characters keep their old dict objects, so
         # `diff` skips them by identity (the state dicts are never mutated).
         new_state = out.room.to_dict(since=(self.room, self.state))
-        if self.check_invariants:
+        if self.services.check_invariants:
             broken = rules.violations(out.room)
             if broken:
                 log.error("room %s: %s broke invariants: %s", self.room_id, c.op, broken)
@@ -357,7 +358,7 @@ class RoomHost:
             token_set = ((uid, hash_token(token)),)
             ack_result["user"] = uid
             ack_result["token"] = token
-            self.tokens.remember((self.room_id, c.actor.user, c.cmd_id), "token", token)
+            self.services.tokens.remember((self.room_id, c.actor.user, c.cmd_id), "token", token)
             if c.op == "rotate_token":
                 self.epochs[uid] = self.epochs.get(uid, 0) + 1
                 closes.append(uid)
@@ -455,7 +456,7 @@ class RoomHost:
             if self.v // SNAPSHOT_EVERY_VERSIONS > before // SNAPSHOT_EVERY_VERSIONS:
                 snapshot = (self.v, self.state)
             try:
-                await self.storage.commit(self.room_id, records, snapshot)
+                await self.services.storage.commit(self.room_id, records, snapshot)
             except Exception as exc:
                 log.error(
                     "room %s: commit failed, %d commands refused: %s",
@@ -484,14 +485,14 @@ class RoomHost:
         for o in outs:
             if o.patch is not None:
                 self.recent.append(o.patch)
-                self.fanout.publish(self.room_id, o.patch)
-                self.metrics.patch()
+                self.services.fanout.publish(self.room_id, o.patch)
+                self.services.metrics.patch()
             o.item.reply(o.frame)
             for uid in o.closes:
-                self.fanout.close_user(
+                self.services.fanout.close_user(
                     self.room_id, uid, frames.CLOSE_REVOKED, "user removed or token rotated"
                 )
-            self.metrics.command(o.item.op, o.outcome, now - o.item.received)
+            self.services.metrics.command(o.item.op, o.outcome, now - o.item.received)
             if o.item.done is not None:
                 o.item.done()
 
@@ -520,7 +521,7 @@ class RoomHost:
         if err is not None:
             return self._refuse(c, err)
         try:
-            target = await self.storage.undo_target(self.room_id)
+            target = await self.services.storage.undo_target(self.room_id)
         except Exception as exc:
             log.error("room %s: cannot read the log for undo: %s", self.room_id, exc)
             return self._refuse(c, ("internal", "the log could not be read"))
@@ -556,7 +557,7 @@ class RoomHost:
             start = since + 1 - self.recent[0]["v"]
             return list(itertools.islice(self.recent, start, None))
         try:
-            rows = await self.storage.patches(self.room_id, since, self.v)
+            rows = await self.services.storage.patches(self.room_id, since, self.v)
         except Exception as exc:
             log.error("room %s: cannot read the log: %s", self.room_id, exc)
             return None
@@ -573,12 +574,12 @@ class RoomHost:
                 JoinRefused("unauthenticated", "bad token or room", frames.CLOSE_UNAUTHENTICATED)
             )
             return
-        if self.fanout.count(self.room_id) >= self.max_per_room:
+        if self.services.fanout.count(self.room_id) >= self.services.max_per_room:
             j.future.set_exception(
                 JoinRefused("rate_limited", "too many connections to this room", 4429)
             )
             return
-        if self.fanout.count(self.room_id, j.user) >= self.max_per_user:
+        if self.services.fanout.count(self.room_id, j.user) >= self.services.max_per_user:
             j.future.set_exception(
                 JoinRefused("rate_limited", "too many connections for this user", 4429)
             )
@@ -596,7 +597,7 @@ class RoomHost:
         else:
             welcome["patches"] = patches
         j.outbox.send(welcome)
-        self.fanout.subscribe(self.room_id, j.outbox)
+        self.services.fanout.subscribe(self.room_id, j.outbox)
         j.future.set_result((user["role"], self.epochs.get(j.user, 0)))
 
     async def _sync(self, s: Sync) -> None:
@@ -610,13 +611,13 @@ class RoomHost:
 
     async def _delete(self, d: Delete) -> None:
         try:
-            await self.storage.delete_room(self.room_id, d.admin)
+            await self.services.storage.delete_room(self.room_id, d.admin)
         except Exception as exc:
             if not d.future.done():
                 d.future.set_exception(exc)
             return
         self.closed = True
-        self.fanout.close_room(self.room_id, frames.CLOSE_ROOM_DELETED, "room deleted")
+        self.services.fanout.close_room(self.room_id, frames.CLOSE_ROOM_DELETED, "room deleted")
         if not d.future.done():
             d.future.set_result(None)
 
@@ -626,33 +627,16 @@ class Rooms:
     of the rooms in use (loaded lazily on first use, unloaded when idle), so
     a server with 10,000 rooms starts fast and holds only the busy ones."""
 
-    def __init__(
-        self,
-        storage: Storage,
-        fanout: FanOut,
-        metrics: Metrics,
-        dice: rules.Dice,
-        tokens: RecentTokens,
-        check_invariants: bool = False,
-        max_per_room: int = MAX_CONNECTIONS_PER_ROOM,
-        max_per_user: int = MAX_CONNECTIONS_PER_USER,
-    ) -> None:
-        self.storage = storage
-        self.fanout = fanout
-        self.metrics = metrics
-        self.dice = dice
-        self.tokens = tokens
-        self.check_invariants = check_invariants
-        self.max_per_room = max_per_room
-        self.max_per_user = max_per_user
+    def __init__(self, services: RoomServices) -> None:
+        self.services = services
         self.known: set[str] = set()
         self.hosts: dict[str, RoomHost] = {}
         self._loading: dict[str, asyncio.Future[RoomHost | None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self.known = await self.storage.room_ids()
-        self.metrics.rooms.set(len(self.known))
+        self.known = await self.services.storage.room_ids()
+        self.services.metrics.rooms.set(len(self.known))
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 
     def exists(self, room: str) -> bool:
@@ -671,24 +655,14 @@ class Rooms:
         fut: asyncio.Future[RoomHost | None] = asyncio.get_running_loop().create_future()
         self._loading[room] = fut
         try:
-            loaded = await self.storage.load_room(
+            loaded = await self.services.storage.load_room(
                 room, RECENT_PATCHES_IN_MEMORY, DEDUP_WINDOW_VERSIONS
             )
             host = None
             if loaded is not None and room in self.known:
-                host = RoomHost(
-                    loaded,
-                    storage=self.storage,
-                    fanout=self.fanout,
-                    metrics=self.metrics,
-                    dice=self.dice,
-                    tokens=self.tokens,
-                    check_invariants=self.check_invariants,
-                    max_per_room=self.max_per_room,
-                    max_per_user=self.max_per_user,
-                )
+                host = RoomHost(loaded, self.services)
                 self.hosts[room] = host
-                self.metrics.rooms_loaded.set(len(self.hosts))
+                self.services.metrics.rooms_loaded.set(len(self.hosts))
             fut.set_result(host)
             return host
         except BaseException as exc:
@@ -700,7 +674,7 @@ class Rooms:
 
     def created(self, room: str) -> None:
         self.known.add(room)
-        self.metrics.rooms.set(len(self.known))
+        self.services.metrics.rooms.set(len(self.known))
 
     async def delete(self, room: str, admin: AdminRecord) -> None:
         """Delete a room: queued commands finish first, then the room's
@@ -714,12 +688,12 @@ class Rooms:
                 await fut
                 self.hosts.pop(room, None)
             else:
-                await self.storage.delete_room(room, admin)
+                await self.services.storage.delete_room(room, admin)
         except BaseException:
             self.known.add(room)
             raise
-        self.metrics.rooms.set(len(self.known))
-        self.metrics.rooms_loaded.set(len(self.hosts))
+        self.services.metrics.rooms.set(len(self.known))
+        self.services.metrics.rooms_loaded.set(len(self.hosts))
 
     async def drain(self) -> None:
         """Wait until every queued command is applied, committed and sent."""
@@ -751,7 +725,7 @@ class Rooms:
                 del self.hosts[room]
                 await host.stop()
                 dropped.append(room)
-        self.metrics.rooms_loaded.set(len(self.hosts))
+        self.services.metrics.rooms_loaded.set(len(self.hosts))
         return dropped
 
     async def _sweep(self) -> None:

@@ -38,7 +38,7 @@ from sync_server.limits import (
     WRITE_LIMIT_BYTES,
 )
 from sync_server.metrics import Metrics
-from sync_server.rooms import Command, Rooms
+from sync_server.rooms import Command, Rooms, RoomServices
 from sync_server.sessions import Session
 from sync_server.sqlite_store import SqliteStorage
 from sync_server.storage import StorageError
@@ -66,14 +66,16 @@ class Server:
         )
         self.dice: rules.Dice = config.dice if config.dice is not None else rules.ServerDice()
         self.rooms = Rooms(
-            self.storage,
-            self.fanout,
-            self.metrics,
-            self.dice,
-            self.tokens,
-            check_invariants=config.check_invariants,
-            max_per_room=config.max_connections_per_room,
-            max_per_user=config.max_connections_per_user,
+            RoomServices(
+                self.storage,
+                self.fanout,
+                self.metrics,
+                self.dice,
+                self.tokens,
+                check_invariants=config.check_invariants,
+                max_per_room=config.max_connections_per_room,
+                max_per_user=config.max_connections_per_user,
+            )
         )
         self.admin = Admin(self.storage, self.rooms, self.metrics, self.tokens)
         self.sessions: set[Session] = set()
