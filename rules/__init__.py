@@ -11,6 +11,7 @@ No asyncio, no I/O, no clock, no global random.
 """
 
 from rules.dice import Dice, ScriptedDice, SeededDice, ServerDice
+from rules.effects import Effect, EndSessions, IssueToken, RevokeToken
 from rules.engine import (
     ADMIN_OPS,
     LOG_OPS,
@@ -25,7 +26,7 @@ from rules.engine import (
 from rules.errors import Conflict, Forbidden, InvalidArgs, NotFound, Refused, RuleBroken, UnknownOp
 from rules.invariants import violations
 from rules.model import Character, Room, from_dict, to_dict
-from rules.patch import apply_ops, diff
+from rules.patch import apply_ops, diff, invert
 from rules.revert import revert
 
 __all__ = [
@@ -37,11 +38,15 @@ __all__ = [
     "Character",
     "Conflict",
     "Dice",
+    "Effect",
+    "EndSessions",
     "Forbidden",
     "InvalidArgs",
+    "IssueToken",
     "NotFound",
     "Outcome",
     "Refused",
+    "RevokeToken",
     "Room",
     "RuleBroken",
     "ScriptedDice",
@@ -53,6 +58,7 @@ __all__ = [
     "authorize_undo",
     "diff",
     "from_dict",
+    "invert",
     "new_room",
     "revert",
     "to_dict",

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from rules.dice import Dice
+from rules.effects import Effect
 from rules.errors import NotFound
 from rules.model import Character, Room
 
@@ -36,6 +37,8 @@ class Ctx:
     actor: Actor
     events: list[dict[str, Any]] = attrs.Factory(list)
     result: dict[str, Any] = attrs.Factory(dict)
+    # What the server must do besides storing the new state (effects.py).
+    effects: list[Effect] = attrs.Factory(list)
     # While the scheduler fires a timed rule, the world second it fires at;
     # its events carry it as `at` so the table's log can place them.
     at: int | None = None

@@ -17,6 +17,7 @@ from rules import abilities, clock, roster, stability, stabilizing
 from rules.context import Actor, Ctx
 from rules.damage import damage
 from rules.dice import Dice
+from rules.effects import Effect
 from rules.errors import Forbidden, NotFound, RuleBroken, UnknownOp
 from rules.model import Room, User
 from rules.rest import end_rest, start_rest
@@ -65,13 +66,22 @@ class OpSpec:
     check: Callable[[dict[str, Any]], None] | None = None
     # D6: may this op target a dead character (the `chars` arguments)?
     on_dead: bool = False
+    # May `undo` revert it? User and token commands cannot be undone: a
+    # token, once issued or revoked, is not brought back (PROTOCOL.md, undo).
+    undoable: bool = True
 
 
 @attrs.frozen
 class Outcome:
+    """What one accepted command did: the new room, its events for the
+    table's log, its result for the ack, the effects the server must carry
+    out (effects.py) and whether `undo` may later revert it."""
+
     room: Room
     events: list[dict[str, Any]]
     result: dict[str, Any]
+    effects: tuple[Effect, ...] = ()
+    undoable: bool = True
 
 
 def _c(ctx: Ctx, a: dict[str, Any], key: str = "char"):
@@ -89,12 +99,21 @@ OPS: dict[str, OpSpec] = {
         {"name": Arg(NAME), "role": Arg(ROLE)},
         G,
         lambda ctx, a: roster.add_user(ctx, a["name"], a["role"]),
+        undoable=False,
     ),
     "remove_user": OpSpec(
-        {"user": Arg(ID)}, G, lambda ctx, a: roster.remove_user(ctx, a["user"]), users=("user",)
+        {"user": Arg(ID)},
+        G,
+        lambda ctx, a: roster.remove_user(ctx, a["user"]),
+        users=("user",),
+        undoable=False,
     ),
     "rotate_token": OpSpec(
-        {"user": Arg(ID)}, G, lambda ctx, a: roster.rotate_token(ctx, a["user"]), users=("user",)
+        {"user": Arg(ID)},
+        G,
+        lambda ctx, a: roster.rotate_token(ctx, a["user"]),
+        users=("user",),
+        undoable=False,
     ),
     "add_character": OpSpec(
         {
@@ -228,8 +247,8 @@ def _stop_rest(ctx: Ctx, a: dict[str, Any]) -> None:
     end_rest(ctx, c, "stopped")
 
 
-USER_OPS = frozenset({"add_user", "remove_user", "rotate_token"})  # the server handles tokens
-LOG_OPS = frozenset({"undo"})  # the server replays stored inverse ops
+USER_OPS = frozenset(op for op, spec in OPS.items() if not spec.undoable)  # users and tokens
+LOG_OPS = frozenset({"undo"})  # the room core walks the log; `revert` decides what it restores
 ADMIN_OPS = frozenset({"create_room", "delete_room"})  # server-wide, no room state
 
 
@@ -299,7 +318,7 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
                 raise RuleBroken(f"{c.name} is dead (D6)")
     ctx = Ctx(room.copy(), dice, actor)
     spec.handler(ctx, a)
-    return Outcome(ctx.room, ctx.events, ctx.result)
+    return Outcome(ctx.room, ctx.events, ctx.result, tuple(ctx.effects), spec.undoable)
 
 
 def authorize_undo(actor: Actor) -> None:

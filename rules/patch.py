@@ -1,8 +1,9 @@
 """Patches: the change vocabulary of the state dict (PROTOCOL.md, Patches).
 
-`diff(old, new)` gives the ops that turn `old` into `new`; `apply_ops(state,
-ops)` replays them. Pure functions over plain dicts: the server diffs, the
-clients mirror, and undo applies inverse ops, all with these two.
+`diff(old, new)` gives the ops that turn `old` into `new`; `invert(ops, old)`
+the ops that turn it back; `apply_ops(state, ops)` replays either. Pure
+functions over plain dicts: the server diffs and stores both directions, the
+clients mirror, and undo applies inverse ops, all with these three.
 Maps are diffed key by key; lists and scalars are replaced whole.
 """
 
@@ -36,6 +37,26 @@ def _diff(old: dict[str, Any], new: dict[str, Any], path: list[str], ops: list[O
     for key in old:
         if key not in new:
             ops.append(["del", [*path, key]])
+
+
+def invert(ops: list[Op], old: dict[str, Any]) -> list[Op]:
+    """The ops that turn the new state back into `old`: the same as
+    `diff(new, old)`, but in time proportional to the change, not to the
+    state (the ops of `diff` touch disjoint paths whose parents exist in
+    `old`, so each one is undone by restoring or removing its own path)."""
+    inverse: list[Op] = []
+    for op in reversed(ops):
+        path = op[1]
+        node: Any = old
+        for key in path:
+            if isinstance(node, dict) and key in node:
+                node = node[key]
+            else:
+                inverse.append(["del", list(path)])
+                break
+        else:
+            inverse.append(["set", list(path), node])
+    return inverse
 
 
 def apply_ops(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from rules.clock import leave_combat
 from rules.conditions import become, stop_tending_by
 from rules.context import Ctx
+from rules.effects import EndSessions, IssueToken, RevokeToken
 from rules.errors import Conflict, InvalidArgs, NotFound, RuleBroken
 from rules.invariants import character_violations
 from rules.model import ABILITIES, Character, User
@@ -97,6 +98,7 @@ def add_user(ctx: Ctx, name: str, role: str) -> None:
     ctx.edit_users()
     room.users[uid] = User(name, role)
     ctx.result["user"] = uid
+    ctx.effects.append(IssueToken(uid))
     ctx.emit("user", user=uid, change="added", name=name, role=role)
 
 
@@ -118,12 +120,14 @@ def remove_user(ctx: Ctx, uid: str) -> None:
         if c.owner == uid:
             ctx.edit(c.id).owner = None
     ctx.result["user"] = uid
+    ctx.effects += [RevokeToken(uid), EndSessions(uid)]
     ctx.emit("user", user=uid, change="removed")
 
 
 def rotate_token(ctx: Ctx, uid: str) -> None:
     _user(ctx, uid)
     ctx.result["user"] = uid
+    ctx.effects += [IssueToken(uid), EndSessions(uid)]
     ctx.emit("user", user=uid, change="token_rotated")
 
 

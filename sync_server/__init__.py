@@ -1,29 +1,55 @@
-"""vtt-sync's sync server: authoritative rooms over WebSocket (PROTOCOL.md).
+"""vtt-sync's sync server: authoritative rooms over WebSocket.
 
     async with Server(Config(data_dir=path)) as srv:
         print(srv.url)
 
-Modules, by what they hold:
-  limits      every limit, with its reason
-  config      the server's options
-  codec       frames <-> MessagePack / JSON, by subprotocol
-  frames      the frames the server sends, error and close codes
-  auth        tokens: generation, hashes, the admin token
-  ratelimit   the per-connection token bucket
-  storage     the storage interface and its records
+Modules, by what they hold (docs/architecture.md draws the whole picture):
+  protocol      the wire protocol, defined once (names, codes, frame builders)
+  codec         frames <-> MessagePack / JSON, by subprotocol
+  core/room     a room's sans-I/O state machine: evaluate, commit, rollback
+  core/session  a session's sans-I/O frame handling and hello checks
+  rooms         the asyncio room host (queue, batch, store, publish) and the directory
+  sessions      the asyncio session (one connection), with its narrow deps
+  storage       the storage interface, its records, and `replay`
   sqlite_store  SQLite (WAL, group commit) behind that interface
-  fanout      the fan-out interface, in-process fan-out, per-client outboxes
-  rooms       a room's queue and worker: apply, diff, commit, publish, ack; undo
-  admin       create_room / delete_room
-  sessions    one connection: hello, frames, rate limit
-  web         /healthz, /metrics, the browser page
-  metrics     Prometheus instruments (per-server registry)
-  server      everything wired together; graceful shutdown
-  demo        the --demo room
-  cli         `vtt-sync serve` / `vtt-sync client`
+  memory_store  the in-memory reference backend
+  bus           the room bus: publish a room's frames to its subscribers
+  registry      this process's sessions per room and user (limits, closes)
+  outbox        one client's sending side, bounded in bytes
+  ws_fastpath   the one module touching websockets internals (optional)
+  admin         create_room / delete_room
+  auth          tokens: generation, hashes, the admin token
+  ratelimit     the token bucket
+  limits        every limit, with its reason; the `Limits` object
+  clock         the clock port (system, fake)
+  config        the server's options
+  web           /healthz, /metrics, the page's files
+  metrics       Prometheus instruments (per-server registry)
+  server        the composition root; graceful shutdown
+  demo, cli     the --demo room; `vtt-sync serve`
+
+Importing `sync_server.protocol` or `sync_server.codec` (as the Python
+client does) loads no server code: `Config` and `Server` load on first use.
 """
 
-from sync_server.config import Config
-from sync_server.server import Server
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sync_server.config import Config
+    from sync_server.server import Server
 
 __all__ = ["Config", "Server"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Config":
+        from sync_server.config import Config
+
+        return Config
+    if name == "Server":
+        from sync_server.server import Server
+
+        return Server
+    raise AttributeError(f"module 'sync_server' has no attribute {name!r}")

@@ -19,13 +19,7 @@ import attrs
 import msgpack
 
 from sync_server.limits import MAX_INT, MAX_NESTING, MIN_INT
-
-MSGPACK = "vtt-sync.msgpack.v1"
-JSON = "vtt-sync.json.v1"
-
-# In order of preference: the server picks MessagePack when a client offers
-# both, and when it offers none (PROTOCOL.md).
-SUBPROTOCOLS = (MSGPACK, JSON)
+from sync_server.protocol import JSON, MSGPACK, SUBPROTOCOLS
 
 
 class BadFrame(Exception):
@@ -150,6 +144,14 @@ def select_subprotocol(_connection: object, offered: Any) -> str | None:
     return None
 
 
-def frame_size(data: bytes | str) -> int:
-    """Bytes a pre-encoded frame costs in an outbox (for its byte bound)."""
-    return len(data)
+__all__ = [
+    "CODECS",
+    "JSON",
+    "MSGPACK",
+    "SUBPROTOCOLS",
+    "BadFrame",
+    "Codec",
+    "codec_for",
+    "packb",
+    "select_subprotocol",
+]

@@ -1,5 +1,5 @@
 """The server's options, as one attrs class (the CLI fills it from argv,
-tests build it directly)."""
+tests build it directly). Limits live in one `Limits` object."""
 
 from __future__ import annotations
 
@@ -8,20 +8,13 @@ from pathlib import Path
 import attrs
 
 import rules
-from sync_server.limits import (
-    HELLO_TIMEOUT_SECONDS,
-    MAX_CONNECTIONS_PER_ROOM,
-    MAX_CONNECTIONS_PER_USER,
-    OUTBOX_MAX_BYTES,
-    OUTBOX_MAX_FRAMES,
-    PLAYER_BURST,
-    PLAYER_RATE_PER_SECOND,
-)
+from sync_server.limits import PLAYER_BURST, PLAYER_RATE_PER_SECOND, Limits
 from sync_server.ratelimit import RateSpec
 
-# The browser page, written by the client_stub work: client_stub/web/ next to
-# this package (an installed wheel ships it as package data at the same place).
-DEFAULT_WEB_DIR = Path(__file__).resolve().parent.parent / "client_stub" / "web"
+# The browser page and the JS module ship as package data of the clients
+# package (client_stub/web/); the server reads them through
+# importlib.resources, never by a path into that package's folder.
+WEB_PACKAGE = "client_stub.web"
 
 
 @attrs.define
@@ -42,9 +35,8 @@ class Config:
     synchronous: str = "FULL"
     # Check the rules' invariants after every command (tests, fuzzing).
     check_invariants: bool = False
-    outbox_max_frames: int = OUTBOX_MAX_FRAMES
-    outbox_max_bytes: int = OUTBOX_MAX_BYTES
-    max_connections_per_room: int = MAX_CONNECTIONS_PER_ROOM
-    max_connections_per_user: int = MAX_CONNECTIONS_PER_USER
-    hello_timeout: float = HELLO_TIMEOUT_SECONDS
-    web_dir: Path = attrs.field(default=DEFAULT_WEB_DIR, converter=Path)
+    limits: Limits = attrs.Factory(Limits)
+    # Write shared pre-serialized frames straight to transports (ws_fastpath.py).
+    fast_fanout: bool = True
+    # Where the page's files are: a package (read as package data) or a folder.
+    web: str | Path = WEB_PACKAGE

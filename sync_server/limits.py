@@ -1,18 +1,24 @@
 """Every limit of the server, with the reason for its value beside it.
 
 Kept in one module so that a reviewer (and docs/security.md) can see the
-whole envelope at a glance, and tests can import the exact numbers instead
-of repeating them.
+whole envelope at a glance. The module constants are the defaults; the
+server reads its limits from one `Limits` object in its `Config`, passed
+down to whatever needs them, so a test (or an operator) changes a limit by
+building a `Limits`, never by patching a module global.
 """
 
 from __future__ import annotations
+
+import attrs
+
+from sync_server.protocol import MAX_FRAME_BYTES as PROTOCOL_MAX_FRAME_BYTES
 
 # --- Transport (PROTOCOL.md, Transport) -----------------------------------
 
 # The largest frame accepted. A command is a few hundred bytes; 64 KiB is
 # far above any honest one and keeps a hostile frame from costing memory.
 # websockets closes the connection with 1009 past it.
-MAX_FRAME_BYTES = 64 * 1024
+MAX_FRAME_BYTES = PROTOCOL_MAX_FRAME_BYTES
 
 # The first frame must be a hello within this many seconds (else 4408): a
 # socket that never authenticates must not hold a slot forever.
@@ -71,11 +77,6 @@ MAX_CONNECTIONS_PER_ROOM = 256
 
 # Admin sessions at once (scripts): few are needed.
 MAX_ADMIN_CONNECTIONS = 16
-
-# Close code for a refused connection over one of the limits above: a
-# project addition (PROTOCOL.md allows adding). 1013 would tell the client
-# to resume, which would loop; 4429 says "too many", like HTTP 429.
-CLOSE_TOO_MANY_CONNECTIONS = 4429
 
 # --- Per-client outgoing queue (PROTOCOL.md: 1013 for slow readers) -------
 
@@ -148,3 +149,29 @@ TOKEN_RETRY_SECONDS = 600.0
 # On SIGINT/SIGTERM: how long queued commands may take to finish and commit,
 # and clients' outboxes to flush, before the connections are closed (1001).
 SHUTDOWN_DRAIN_SECONDS = 10.0
+
+
+@attrs.frozen
+class Limits:
+    """The limits one server runs with (defaults: the constants above)."""
+
+    hello_timeout: float = HELLO_TIMEOUT_SECONDS
+    max_connections_per_user: int = MAX_CONNECTIONS_PER_USER
+    max_connections_per_room: int = MAX_CONNECTIONS_PER_ROOM
+    max_admin_connections: int = MAX_ADMIN_CONNECTIONS
+    outbox_max_frames: int = OUTBOX_MAX_FRAMES
+    outbox_max_bytes: int = OUTBOX_MAX_BYTES
+    max_inflight_per_session: int = MAX_INFLIGHT_PER_SESSION
+    max_command_batch: int = MAX_COMMAND_BATCH
+    recent_patches_in_memory: int = RECENT_PATCHES_IN_MEMORY
+    max_resume_patches: int = MAX_RESUME_PATCHES
+    dedup_window_versions: int = DEDUP_WINDOW_VERSIONS
+    snapshot_every_versions: int = SNAPSHOT_EVERY_VERSIONS
+    snapshots_kept: int = SNAPSHOTS_KEPT
+    room_idle_unload_seconds: float = ROOM_IDLE_UNLOAD_SECONDS
+    token_retry_seconds: float = TOKEN_RETRY_SECONDS
+    shutdown_drain_seconds: float = SHUTDOWN_DRAIN_SECONDS
+    close_timeout: float = CLOSE_TIMEOUT_SECONDS
+
+
+LIMIT_FIELDS = frozenset(f.name for f in attrs.fields(Limits))

@@ -1,92 +1,62 @@
-"""Rooms: each loaded room is a `RoomHost` with its own work queue and worker.
+"""Room hosts: the asyncio glue around each loaded room's `RoomCore`.
 
-Why one worker per room: commands of a room apply one at a time, in arrival
-order (PROTOCOL.md), while rooms stay independent of each other. Joins,
-`sync` requests and deletion go through the same queue, so a client's
-welcome and every later patch are consistent with each other without locks.
+A `RoomHost` owns a room's work queue and one worker task. Why one worker
+per room: commands of a room apply one at a time, in arrival order, while
+rooms stay independent of each other. Joins, `sync` requests and deletion
+go through the same queue, so a client's welcome and every later patch are
+consistent with each other without locks.
 
-A command's path through the worker:
-  dedup by (user, id) -> rules.apply (pure) -> diff -> storage.commit
-  (group commit: consecutive commands are applied in memory and committed in
-  one call, which the storage may merge with other rooms') -> publish the
-  patch to every client -> ack to the sender.
+The host only queues, batches, awaits storage and publishes; the core
+(core/room.py) decides. A batch's path:
+  core.evaluate each command (pure) -> storage.commit(pending records,
+  expected head) -> core.commit() -> publish each patch -> reply to each
+  sender -> close the sessions the batch ended.
 Nothing is sent before the commit returns, so no client ever holds a
-version that a crash could take back. If the commit fails, the batch's
-in-memory changes are reverted and each of its commands gets `internal`.
+version that a crash could take back. Whatever fails (the rules, the
+diff, storage, a publish), every item taken from the queue is answered,
+and the core is rolled back to what storage holds.
 
-The server decides no rule: it calls the rules engine, stores what it says
-and relays it. Undo replays stored inverse ops (the one thing the engine
-leaves to the server), then checks the engine's invariants.
+`Rooms` is the directory: which rooms exist, which are loaded, lazy loading
+and idle unloading.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import re
-import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 import rules
-from sync_server import frames
-from sync_server.auth import RecentTokens, hash_token, new_token
-from sync_server.fanout import FanOut, Outbox
-from sync_server.limits import (
-    DEDUP_WINDOW_VERSIONS,
-    MAX_COMMAND_BATCH,
-    MAX_CONNECTIONS_PER_ROOM,
-    MAX_CONNECTIONS_PER_USER,
-    MAX_RESUME_PATCHES,
-    RECENT_PATCHES_IN_MEMORY,
-    ROOM_ID_PATTERN,
-    ROOM_IDLE_UNLOAD_SECONDS,
-    SNAPSHOT_EVERY_VERSIONS,
+from sync_server import protocol
+from sync_server.auth import RecentTokens, new_token
+from sync_server.bus import RoomBus, Sink
+from sync_server.clock import Clock, SystemClock
+from sync_server.core.room import (
+    CommandIn,
+    Decision,
+    JoinRefused,
+    RoomCore,
+    StaticLog,
+    internal,
 )
-from sync_server.metrics import Metrics, op_label
-from sync_server.storage import AdminRecord, LoadedRoom, Storage, VersionRecord
+from sync_server.limits import ROOM_ID_PATTERN, Limits
+from sync_server.metrics import Metrics
+from sync_server.registry import Closable, Registry
+from sync_server.storage import AdminRecord, Storage, VersionConflict, replay
 
 log = logging.getLogger(__name__)
 
 ROOM_ID_RE = re.compile(ROOM_ID_PATTERN)
-NO_EXPECT = object()  # `expect` absent (None is a value a client may send)
 
 
 class RoomClosed(Exception):
     """The room was deleted or unloaded while a caller held its host."""
-
-
-class JoinRefused(Exception):
-    """A hello that cannot join: `code` is the error code, `close` the close code."""
-
-    def __init__(self, code: str, message: str, close: int) -> None:
-        super().__init__(message)
-        self.code, self.message, self.close = code, message, close
-
-
-def invert(ops: list[Any], old: dict[str, Any]) -> list[Any]:
-    """The ops that turn the new state back into `old`: the same as
-    `diff(new, old)`, but in time proportional to the change, not to the
-    state (the ops of `diff` touch disjoint paths whose parents exist in
-    `old`, so each one is undone by restoring or removing its own path)."""
-    inverse: list[Any] = []
-    for op in reversed(ops):
-        path = op[1]
-        node: Any = old
-        for key in path:
-            if isinstance(node, dict) and key in node:
-                node = node[key]
-            else:
-                inverse.append(["del", list(path)])
-                break
-        else:
-            inverse.append(["set", list(path), node])
-    return inverse
 
 
 # --- work items ---------------------------------------------------------
@@ -97,23 +67,34 @@ class Command:
     """One `cmd` frame, authenticated. `reply` reaches the sender only;
     `done` frees the sender's in-flight slot once it is answered."""
 
-    actor: rules.Actor
-    epoch: int
-    cmd_id: str
-    op: Any
-    args: Any
+    command: CommandIn
     reply: Callable[[dict[str, Any]], None]
-    expect: Any = NO_EXPECT
     done: Callable[[], None] | None = None
-    received: float = attrs.Factory(time.monotonic)
+    received: float = 0.0
+
+    @property
+    def op(self) -> Any:
+        return self.command.op
+
+    @property
+    def cmd_id(self) -> str:
+        return self.command.cmd_id
+
+
+class Subscriber(Sink, Closable, Protocol):
+    """What a joining session hands the room: a sink for the bus and a
+    closable for the registry (one object, two narrow interfaces), able to
+    take a frame of its own (the welcome, a sync reply)."""
+
+    def send(self, frame: dict[str, Any]) -> None: ...
 
 
 @attrs.define
 class Join:
-    """A hello for this room: answered with a welcome on `outbox`, which then
+    """A hello for this room: answered with a welcome on `sink`, which then
     receives every later patch. `future` gets (role, epoch)."""
 
-    outbox: Outbox
+    sink: Subscriber
     user: str
     since: int | None
     future: asyncio.Future[tuple[str, int]]
@@ -123,8 +104,9 @@ class Join:
 class Sync:
     """A `sync` frame: patches after `since`, or a snapshot."""
 
-    outbox: Outbox
+    sink: Subscriber
     since: int
+    request_id: str | None = None
     done: Callable[[], None] | None = None
 
 
@@ -144,63 +126,51 @@ class Barrier:
 Item = Command | Join | Sync | Delete | Barrier
 
 
-@attrs.define
-class _Out:
-    """What one evaluated command produces, emitted after the commit."""
-
-    item: Command
-    frame: dict[str, Any]
-    outcome: str
-    patch: dict[str, Any] | None = None
-    record: VersionRecord | None = None
-    closes: list[str] = attrs.Factory(list)  # users whose sessions end (4403)
-    pending: bool = False  # depends on this batch's commit (accepted or its dup)
-
-
 @attrs.frozen
 class RoomServices:
-    """What every room of a server shares: its storage, fan-out, metrics,
-    dice, recent tokens and limits. One object, handed from `Rooms` to each
-    `RoomHost` it loads, so that the two never list them twice."""
+    """What every room of a server shares, handed from `Rooms` to each host
+    it loads, so that the two never list them twice."""
 
     storage: Storage
-    fanout: FanOut
+    bus: RoomBus
+    registry: Registry
     metrics: Metrics
     dice: rules.Dice
     tokens: RecentTokens
+    limits: Limits = attrs.Factory(Limits)
+    clock: Clock = attrs.Factory(SystemClock)
     check_invariants: bool = False
-    max_per_room: int = MAX_CONNECTIONS_PER_ROOM
-    max_per_user: int = MAX_CONNECTIONS_PER_USER
+    new_token: Callable[[], str] = new_token
 
 
 class RoomHost:
-    """A loaded room: its state at version `v`, its queue and its worker."""
+    """A loaded room: its core, its queue and its worker."""
 
-    def __init__(
-        self,
-        loaded: LoadedRoom,
-        services: RoomServices,
-    ) -> None:
-        self.room_id = loaded.room
+    def __init__(self, core: RoomCore, services: RoomServices) -> None:
+        self.core = core
+        self.room_id = core.room_id
         self.services = services
-        self.state: dict[str, Any] = loaded.state
-        self.room = rules.Room.from_dict(loaded.state)
-        self.v = loaded.v
-        self.recent: deque[dict[str, Any]] = deque(
-            (p.frame() for p in loaded.recent), maxlen=RECENT_PATCHES_IN_MEMORY
-        )
-        self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict(
-            ((d.user, d.cmd_id), (d.v, d.result)) for d in loaded.dedup
-        )
-        # Bumped when a user's token is rotated or the user removed: sessions
-        # opened under an older epoch may no longer send commands.
-        self.epochs: dict[str, int] = {}
         self._items: deque[Item] = deque()
         self._wake = asyncio.Event()
         self._busy = False
         self.closed = False
-        self.last_active = time.monotonic()
+        # How queued work is answered once the room is closed.
+        self._closed_answer = ("not_found", "the room was deleted")
+        self.last_active = services.clock.monotonic()
         self._task = asyncio.get_running_loop().create_task(self._run())
+
+    # The core's view, for callers that read the room (demo, tests, admin).
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.core.state
+
+    @property
+    def v(self) -> int:
+        return self.core.v
+
+    @property
+    def epochs(self) -> dict[str, int]:
+        return self.core.epochs
 
     # --- queue ------------------------------------------------------------
 
@@ -209,6 +179,11 @@ class RoomHost:
             raise RoomClosed(self.room_id)
         self._items.append(item)
         self._wake.set()
+
+    def touch(self) -> None:
+        """Something happened in the room (a client left): its idle time
+        counts from now."""
+        self.last_active = self.services.clock.monotonic()
 
     async def barrier(self) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -220,8 +195,9 @@ class RoomHost:
         return (
             not self._items
             and not self._busy
-            and self.services.fanout.count(self.room_id) == 0
-            and time.monotonic() - self.last_active > ROOM_IDLE_UNLOAD_SECONDS
+            and self.services.registry.count(self.room_id) == 0
+            and self.services.clock.monotonic() - self.last_active
+            > self.services.limits.room_idle_unload_seconds
         )
 
     async def stop(self) -> None:
@@ -230,6 +206,7 @@ class RoomHost:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+        self._fail_queued()
 
     async def _run(self) -> None:
         while True:
@@ -240,43 +217,41 @@ class RoomHost:
             self._busy = True
             try:
                 if isinstance(item, Command):
-                    if item.op == "undo":
-                        await self._run_undo(item)
-                    else:
-                        batch = [item]
+                    batch = [item]
+                    limit = self.services.limits.max_command_batch
+                    if item.op != "undo":  # undo reads the log: it goes alone
                         while (
                             self._items
-                            and len(batch) < MAX_COMMAND_BATCH
+                            and len(batch) < limit
                             and isinstance(self._items[0], Command)
                             and self._items[0].op != "undo"
                         ):
                             batch.append(self._items.popleft())  # type: ignore[arg-type]
-                        await self._run_batch(batch)
+                    await self._run_batch(batch)
                 elif isinstance(item, Join):
-                    await self._join(item)
+                    self._join(item)
                 elif isinstance(item, Sync):
-                    await self._sync(item)
+                    self._sync(item)
                 elif isinstance(item, Delete):
                     await self._delete(item)
                 elif isinstance(item, Barrier) and not item.future.done():
                     item.future.set_result(None)
-            except Exception:
+            except Exception:  # a bug in the glue: log it, keep the room alive
                 log.exception("room %s: worker error", self.room_id)
             finally:
                 self._busy = False
-                self.last_active = time.monotonic()
+                self.last_active = self.services.clock.monotonic()
             if self.closed:
                 self._fail_queued()
                 return
 
     def _fail_queued(self) -> None:
-        """After deletion: answer whatever is still queued."""
+        """After deletion or unloading: answer whatever is still queued."""
+        code, message = self._closed_answer
         while self._items:
             item = self._items.popleft()
             if isinstance(item, Command):
-                item.reply(frames.error("not_found", "the room was deleted", item.cmd_id))
-                if item.done:
-                    item.done()
+                self._answer(item, protocol.error(code, message, item.cmd_id), code)
             elif isinstance(item, Join | Delete):
                 if not item.future.done():
                     item.future.set_exception(RoomClosed(self.room_id))
@@ -288,326 +263,115 @@ class RoomHost:
 
     # --- commands ---------------------------------------------------------
 
-    def _prelude(self, c: Command) -> _Out | None:
-        """Checks before the rules: a known id answers with its first ack
-        (PROTOCOL.md: dedup comes first, `expect` is checked after it), and
-        a session whose token was rotated or whose user was removed is done."""
-        entry = self.dedup.get((c.actor.user, c.cmd_id))
-        if entry is not None:
-            v, result = entry
-            result = dict(result)
-            remembered = self.services.tokens.recall((self.room_id, c.actor.user, c.cmd_id))
-            if remembered is not None:
-                result[remembered[0]] = remembered[1]
-            return _Out(c, frames.ack(c.cmd_id, result, v=v, dup=True), "dup")
-        if c.actor.user not in self.room.users or self.epochs.get(c.actor.user, 0) != c.epoch:
-            return self._refuse(
-                c, ("forbidden", "this session's user was removed or its token rotated")
-            )
-        return None
-
-    def _expect_error(self, c: Command) -> tuple[str, str] | None:
-        if c.expect is NO_EXPECT:
-            return None
-        e = c.expect
-        if type(e) is not int or e < 0:
-            return ("invalid_args", "expect must be a version number (an integer >= 0)")
-        if e != self.v:
-            return ("conflict", f"the room is at version {self.v}, not {e}")
-        return None
-
-    def _refuse(self, c: Command, err: tuple[str, str]) -> _Out:
-        return _Out(c, frames.error(err[0], err[1], c.cmd_id), err[0])
-
-    def _evaluate(self, c: Command) -> _Out:
-        """Apply one command in memory (sans-I/O): the new state, the
-        version record to commit, and the frames to emit after the commit."""
-        early = self._prelude(c)
-        if early is not None:
-            return early
-        expect_err = self._expect_error(c)
-        if isinstance(c.op, str) and c.op in rules.ADMIN_OPS:
-            return self._refuse(c, ("forbidden", f"{c.op} needs an admin session"))
-        try:
-            out = rules.apply(self.room, c.op, c.args, c.actor, self.services.dice)
-        except rules.Refused as refused:
-            err = frames.earliest((refused.code, refused.message), expect_err)
-            assert err is not None
-            return self._refuse(c, err)
-        except Exception:
-            log.exception("room %s: rules error on %s", self.room_id, op_label(c.op))
-            return self._refuse(c, ("internal", "the rules engine failed on this command"))
-        if expect_err is not None:
-            return self._refuse(c, expect_err)
-        # Incremental: unchanged characters keep their old dict objects, so
-        # `diff` skips them by identity (the state dicts are never mutated).
-        new_state = out.room.to_dict(since=(self.room, self.state))
-        if self.services.check_invariants:
-            broken = rules.violations(out.room)
-            if broken:
-                log.error("room %s: %s broke invariants: %s", self.room_id, c.op, broken)
-                return self._refuse(c, ("internal", "the command would break an invariant"))
-        result = dict(out.result)
-        ack_result = dict(result)
-        token_set: tuple[tuple[str, bytes], ...] = ()
-        token_del: tuple[str, ...] = ()
-        closes: list[str] = []
-        if c.op in ("add_user", "rotate_token"):
-            uid = result.get("user") or c.args.get("user")
-            token = new_token()
-            token_set = ((uid, hash_token(token)),)
-            ack_result["user"] = uid
-            ack_result["token"] = token
-            self.services.tokens.remember((self.room_id, c.actor.user, c.cmd_id), "token", token)
-            if c.op == "rotate_token":
-                self.epochs[uid] = self.epochs.get(uid, 0) + 1
-                closes.append(uid)
-        elif c.op == "remove_user":
-            uid = c.args["user"]
-            token_del = (uid,)
-            self.epochs[uid] = self.epochs.get(uid, 0) + 1
-            closes.append(uid)
-        return self._accept(
-            c,
-            new_room=out.room,
-            new_state=new_state,
-            events=out.events,
-            result=result,
-            ack_result=ack_result,
-            undoable=c.op not in rules.USER_OPS,
-            token_set=token_set,
-            token_del=token_del,
-            closes=closes,
-        )
-
-    def _accept(
-        self,
-        c: Command,
-        *,
-        new_room: rules.Room,
-        new_state: dict[str, Any],
-        events: list[dict[str, Any]],
-        result: dict[str, Any],
-        ack_result: dict[str, Any],
-        undoable: bool,
-        undoes: int | None = None,
-        token_set: tuple[tuple[str, bytes], ...] = (),
-        token_del: tuple[str, ...] = (),
-        closes: list[str] | None = None,
-    ) -> _Out:
-        v = self.v + 1
-        ops = rules.diff(self.state, new_state)
-        inverse = invert(ops, self.state)
-        record = VersionRecord(
-            room=self.room_id,
-            v=v,
-            cmd_id=c.cmd_id,
-            user=c.actor.user,
-            op=c.op,
-            args=c.args,
-            ops=ops,
-            inverse=inverse,
-            events=events,
-            result=result,
-            undoable=undoable,
-            undoes=undoes,
-            ts=time.time(),
-            token_set=token_set,
-            token_del=token_del,
-        )
-        self.room, self.state, self.v = new_room, new_state, v
-        self.dedup[(c.actor.user, c.cmd_id)] = (v, result)
-        return _Out(
-            c,
-            frames.ack(c.cmd_id, ack_result, v=v),
-            "ok",
-            patch=frames.patch(v, ops, events, c.actor.user, c.cmd_id),
-            record=record,
-            closes=closes or [],
-            pending=True,
-        )
-
     async def _run_batch(self, batch: list[Command]) -> None:
-        saved = (self.room, self.state, self.v, dict(self.epochs))
-        outs: list[_Out] = []
-        added: list[tuple[str, str]] = []
-        pending_keys: set[tuple[str, str]] = set()
-        for c in batch:
-            out = self._evaluate(c)
-            key = (c.actor.user, c.cmd_id)
-            if out.record is not None:
-                added.append(key)
-                pending_keys.add(key)
-            elif out.outcome == "dup" and key in pending_keys:
-                out.pending = True  # a retry of a command of this very batch
-            outs.append(out)
-        await self._commit_and_emit(outs, saved, added)
-
-    async def _commit_and_emit(
-        self,
-        outs: list[_Out],
-        saved: tuple[rules.Room, dict[str, Any], int, dict[str, int]],
-        added: list[tuple[str, str]],
-    ) -> None:
-        records = [o.record for o in outs if o.record is not None]
-        if records:
-            before = saved[2]
-            snapshot = None
-            if self.v // SNAPSHOT_EVERY_VERSIONS > before // SNAPSHOT_EVERY_VERSIONS:
-                snapshot = (self.v, self.state)
-            try:
-                await self.services.storage.commit(self.room_id, records, snapshot)
-            except Exception as exc:
+        """Evaluate, store, publish, answer: every item of `batch` is
+        answered exactly once, whatever fails on the way."""
+        core, services = self.core, self.services
+        decisions: list[Decision] = []
+        fenced = False
+        try:
+            log_reader = None
+            if batch[0].op == "undo":
+                log_reader = StaticLog(await services.storage.undo_target(self.room_id))
+            for item in batch:
+                decisions.append(core.evaluate(item.command, log_reader))
+            records = core.pending
+            if records:
+                await services.storage.commit(
+                    self.room_id, records, core.snapshot_due(), expected=core.base_v
+                )
+            core.commit()
+        except BaseException as exc:
+            decisions = core.rollback(decisions)
+            decisions += [internal(item.cmd_id) for item in batch[len(decisions) :]]
+            fenced = isinstance(exc, VersionConflict)
+            if isinstance(exc, Exception):
                 log.error(
-                    "room %s: commit failed, %d commands refused: %s",
+                    "room %s: batch of %d not stored, answered internal: %r",
                     self.room_id,
-                    len(records),
+                    len(batch),
                     exc,
                 )
-                self.room, self.state, self.v, self.epochs = saved
-                for key in added:
-                    self.dedup.pop(key, None)
-                for o in outs:
-                    if o.pending:
-                        o.frame = frames.error(
-                            "internal",
-                            "the server could not store this command; retry",
-                            o.item.cmd_id,
-                        )
-                        o.outcome, o.patch, o.closes = "internal", None, []
-            else:
-                while self.dedup:
-                    first = next(iter(self.dedup.values()))
-                    if first[0] > self.v - DEDUP_WINDOW_VERSIONS:
-                        break
-                    self.dedup.popitem(last=False)
-        now = time.monotonic()
-        for o in outs:
-            if o.patch is not None:
-                self.recent.append(o.patch)
-                self.services.fanout.publish(self.room_id, o.patch)
-                self.services.metrics.patch()
-            o.item.reply(o.frame)
-            for uid in o.closes:
-                self.services.fanout.close_user(
-                    self.room_id, uid, frames.CLOSE_REVOKED, "user removed or token rotated"
-                )
-            self.services.metrics.command(o.item.op, o.outcome, now - o.item.received)
-            if o.item.done is not None:
-                o.item.done()
+            else:  # cancelled (shutdown): answer, then let it propagate
+                self._emit(batch, decisions)
+                raise
+        self._emit(batch, decisions)
+        if fenced:
+            self._lost("another writer stored versions of this room")
 
-    async def _run_undo(self, c: Command) -> None:
-        saved = (self.room, self.state, self.v, dict(self.epochs))
-        out = await self._evaluate_undo(c)
-        await self._commit_and_emit([out], saved, [(c.actor.user, c.cmd_id)] if out.record else [])
+    def _emit(self, batch: list[Command], decisions: list[Decision]) -> None:
+        """Publish each stored patch, then answer its sender; one failure
+        (a sink, a callback) never keeps the other items unanswered."""
+        services = self.services
+        for item, decision in zip(batch, decisions, strict=True):
+            if decision.patch is not None:
+                try:
+                    services.bus.publish(self.room_id, decision.patch)
+                    services.metrics.patch()
+                except Exception:
+                    log.exception("room %s: publish of v%s failed", self.room_id, decision.patch)
+            self._answer(item, decision.reply, decision.outcome)
+            for user in decision.closes:
+                try:
+                    services.registry.close_user(
+                        self.room_id, user, protocol.CLOSE_REVOKED, "user removed or token rotated"
+                    )
+                except Exception:
+                    log.exception("room %s: closing %s's sessions failed", self.room_id, user)
 
-    async def _evaluate_undo(self, c: Command) -> _Out:
-        """Undo (PROTOCOL.md): revert the latest undoable command not yet
-        undone with its stored inverse ops, as a new version. What the revert
-        restores (and what it keeps: users, live owners) is the rules'
-        business: `rules.revert`."""
-        early = self._prelude(c)
-        if early is not None:
-            return early
-        args_err = None
-        if c.args not in (None, {}):
-            args_err = ("invalid_args", "undo takes no arguments")
-        role_err = None
+    def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
         try:
-            rules.authorize_undo(c.actor)
-        except rules.Refused as refused:
-            role_err = (refused.code, refused.message)
-        err = frames.earliest(args_err, role_err, self._expect_error(c))
-        if err is not None:
-            return self._refuse(c, err)
-        try:
-            target = await self.services.storage.undo_target(self.room_id)
-        except Exception as exc:
-            log.error("room %s: cannot read the log for undo: %s", self.room_id, exc)
-            return self._refuse(c, ("internal", "the log could not be read"))
-        if target is None:
-            return self._refuse(c, ("conflict", "nothing to undo"))
-        try:
-            room = rules.revert(self.room, self.state, target.inverse, target.v)
-        except rules.Refused as refused:
-            return self._refuse(c, (refused.code, refused.message))
-        events = [{"kind": "undo", "undone": target.v, "op": target.op, "by": target.user}]
-        result = {"undone": target.v, "op": target.op}
-        return self._accept(
-            c,
-            new_room=room,
-            new_state=room.to_dict(since=(self.room, self.state)),
-            events=events,
-            result=result,
-            ack_result=dict(result),
-            undoable=False,
-            undoes=target.v,
+            item.reply(frame)
+            self.services.metrics.command(
+                item.op, outcome, self.services.clock.monotonic() - item.received
+            )
+        except Exception:
+            log.exception("room %s: reply to %s failed", self.room_id, item.cmd_id)
+        finally:
+            if item.done is not None:
+                item.done()
+
+    def _lost(self, why: str) -> None:
+        """Storage says another writer owns this room: stop serving it at
+        once (its sessions reconnect and find the room's real state)."""
+        log.error("room %s: %s; dropping the room", self.room_id, why)
+        self.closed = True
+        self._closed_answer = ("internal", "this server stopped serving the room; retry")
+        self.services.registry.close_room(
+            self.room_id, protocol.CLOSE_SERVICE_RESTART, "room moved; reconnect", now=False
         )
 
     # --- joins, sync, deletion -------------------------------------------
 
-    async def _patches_after(self, since: int) -> list[dict[str, Any]] | None:
-        """Every patch after `since`, or None when the client needs the state
-        (ahead of the room, too far behind, or the log does not have them)."""
-        if since == self.v:
-            return []
-        if since < 0 or since > self.v or self.v - since > MAX_RESUME_PATCHES:
-            return None
-        if self.recent and self.recent[0]["v"] <= since + 1:
-            start = since + 1 - self.recent[0]["v"]
-            return list(itertools.islice(self.recent, start, None))
-        try:
-            rows = await self.services.storage.patches(self.room_id, since, self.v)
-        except Exception as exc:
-            log.error("room %s: cannot read the log: %s", self.room_id, exc)
-            return None
-        if len(rows) != self.v - since:
-            return None
-        return [r.frame() for r in rows]
-
-    async def _join(self, j: Join) -> None:
+    def _join(self, j: Join) -> None:
         if j.future.done():  # the session gave up (closed) meanwhile
             return
-        user = self.state["users"].get(j.user)
-        if user is None:
-            j.future.set_exception(
-                JoinRefused("unauthenticated", "bad token or room", frames.CLOSE_UNAUTHENTICATED)
-            )
+        services, limits = self.services, self.services.limits
+        try:
+            welcome, role, epoch = self.core.join(j.user, j.since)
+            if services.registry.count(self.room_id) >= limits.max_connections_per_room:
+                raise JoinRefused(
+                    "rate_limited", "too many connections to this room", protocol.CLOSE_TOO_MANY
+                )
+            if services.registry.count(self.room_id, j.user) >= limits.max_connections_per_user:
+                raise JoinRefused(
+                    "rate_limited", "too many connections for this user", protocol.CLOSE_TOO_MANY
+                )
+        except JoinRefused as refused:
+            j.future.set_exception(refused)
             return
-        if self.services.fanout.count(self.room_id) >= self.services.max_per_room:
-            j.future.set_exception(
-                JoinRefused("rate_limited", "too many connections to this room", 4429)
-            )
-            return
-        if self.services.fanout.count(self.room_id, j.user) >= self.services.max_per_user:
-            j.future.set_exception(
-                JoinRefused("rate_limited", "too many connections for this user", 4429)
-            )
-            return
-        welcome: dict[str, Any] = {
-            "t": "welcome",
-            "room": self.room_id,
-            "user": j.user,
-            "role": user["role"],
-            "v": self.v,
-        }
-        patches = None if j.since is None else await self._patches_after(j.since)
-        if patches is None:
-            welcome["state"] = self.state
-        else:
-            welcome["patches"] = patches
-        j.outbox.send(welcome)
-        self.services.fanout.subscribe(self.room_id, j.outbox)
-        j.future.set_result((user["role"], self.epochs.get(j.user, 0)))
+        # Welcome and subscription in one step: no patch can fall between.
+        j.sink.send(welcome)
+        services.bus.subscribe(self.room_id, j.sink)
+        services.registry.add(self.room_id, j.sink)
+        j.future.set_result((role, epoch))
 
-    async def _sync(self, s: Sync) -> None:
-        patches = await self._patches_after(s.since)
-        if patches is None:
-            s.outbox.send({"t": "snapshot", "v": self.v, "state": self.state})
-        else:
-            s.outbox.send({"t": "patches", "patches": patches})
-        if s.done is not None:
-            s.done()
+    def _sync(self, s: Sync) -> None:
+        try:
+            s.sink.send(self.core.sync_reply(s.since, s.request_id))
+        finally:
+            if s.done is not None:
+                s.done()
 
     async def _delete(self, d: Delete) -> None:
         try:
@@ -617,7 +381,7 @@ class RoomHost:
                 d.future.set_exception(exc)
             return
         self.closed = True
-        self.services.fanout.close_room(self.room_id, frames.CLOSE_ROOM_DELETED, "room deleted")
+        self.services.registry.close_room(self.room_id, protocol.CLOSE_ROOM_DELETED, "room deleted")
         if not d.future.done():
             d.future.set_result(None)
 
@@ -642,6 +406,18 @@ class Rooms:
     def exists(self, room: str) -> bool:
         return room in self.known
 
+    def new_core(self, loaded: Any) -> RoomCore:
+        s = self.services
+        return RoomCore(
+            loaded,
+            dice=s.dice,
+            wall_clock=s.clock.time,
+            new_token=s.new_token,
+            recent_tokens=s.tokens,
+            limits=s.limits,
+            check_invariants=s.check_invariants,
+        )
+
     async def get(self, room: str) -> RoomHost | None:
         """The room's host, loading it on first use; None if no such room."""
         host = self.hosts.get(room)
@@ -655,12 +431,14 @@ class Rooms:
         fut: asyncio.Future[RoomHost | None] = asyncio.get_running_loop().create_future()
         self._loading[room] = fut
         try:
-            loaded = await self.services.storage.load_room(
-                room, RECENT_PATCHES_IN_MEMORY, DEDUP_WINDOW_VERSIONS
+            limits = self.services.limits
+            stored = await self.services.storage.load_room(
+                room, limits.recent_patches_in_memory, limits.dedup_window_versions
             )
             host = None
-            if loaded is not None and room in self.known:
-                host = RoomHost(loaded, self.services)
+            if stored is not None and room in self.known:
+                loaded = replay(stored, limits.recent_patches_in_memory)
+                host = RoomHost(self.new_core(loaded), self.services)
                 self.hosts[room] = host
                 self.services.metrics.rooms_loaded.set(len(self.hosts))
             fut.set_result(host)
@@ -718,10 +496,12 @@ class Rooms:
         re-created and loaded again (a new host under the same id). Only the
         very host found idle is dropped: deleting `hosts[room]` blindly would
         raise KeyError (ending the sweeper for good) or drop the new host
-        without stopping it (a live orphan, then a second host for the room)."""
+        without stopping it (a live orphan, then a second host for the room).
+        A host that closed itself (it lost the room to another writer) goes
+        too."""
         dropped = []
         for room, host in list(self.hosts.items()):
-            if host.idle and self.hosts.get(room) is host:
+            if (host.idle or host.closed) and self.hosts.get(room) is host:
                 del self.hosts[room]
                 await host.stop()
                 dropped.append(room)
@@ -729,8 +509,9 @@ class Rooms:
         return dropped
 
     async def _sweep(self) -> None:
+        limits = self.services.limits
         while True:
-            await asyncio.sleep(max(1.0, ROOM_IDLE_UNLOAD_SECONDS / 5))
+            await self.services.clock.sleep(max(1.0, limits.room_idle_unload_seconds / 5))
             await self.unload_idle()
 
 
@@ -746,6 +527,7 @@ __all__ = [
     "JoinRefused",
     "RoomClosed",
     "RoomHost",
+    "RoomServices",
     "Rooms",
     "Sync",
     "valid_room_id",

@@ -1,12 +1,16 @@
-"""The server object: storage, rooms, admin, fan-out and the WebSocket
-listener wired together, usable in-process:
+"""The composition root: one place builds a server out of its parts.
 
     async with Server(Config(data_dir=tmp)) as srv:
         ...  # srv.port, srv.url, srv.admin_token
 
-and by the CLI. Graceful close (SIGINT/SIGTERM in the CLI): stop accepting,
-let every queued command finish and commit, flush what clients are owed,
-close them with 1001, close the database.
+`Server(config, storage=..., bus=..., clock=...)` takes any `Storage`
+(SQLite in the data directory by default), any `RoomBus` (in-process by
+default) and any `Clock`; everything else is wired here and handed down as
+narrow dependencies (`RoomServices` to rooms, `SessionDeps` to sessions),
+so no part reaches back into the server.
+
+Graceful close (SIGINT/SIGTERM in the CLI): stop accepting, let every queued
+command finish and commit, close clients with 1001, close the storage.
 """
 
 from __future__ import annotations
@@ -21,27 +25,27 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
 import rules
-from sync_server import frames
+from sync_server import protocol
 from sync_server.admin import Admin
 from sync_server.auth import RecentTokens, hash_token, load_admin_token
-from sync_server.codec import SUBPROTOCOLS, select_subprotocol
+from sync_server.bus import LocalBus, RoomBus
+from sync_server.clock import Clock, SystemClock
+from sync_server.codec import select_subprotocol
 from sync_server.config import Config
-from sync_server.fanout import LocalFanOut
+from sync_server.core.room import CommandIn
 from sync_server.limits import (
-    CLOSE_TIMEOUT_SECONDS,
     MAX_FRAME_BYTES,
     MAX_INCOMING_QUEUE,
     PING_INTERVAL_SECONDS,
     PING_TIMEOUT_SECONDS,
-    SHUTDOWN_DRAIN_SECONDS,
-    TOKEN_RETRY_SECONDS,
     WRITE_LIMIT_BYTES,
 )
 from sync_server.metrics import Metrics
+from sync_server.registry import Registry
 from sync_server.rooms import Command, Rooms, RoomServices
-from sync_server.sessions import Session
+from sync_server.sessions import Session, SessionDeps
 from sync_server.sqlite_store import SqliteStorage
-from sync_server.storage import StorageError
+from sync_server.storage import Storage, StorageError
 from sync_server.web import Routes
 
 log = logging.getLogger(__name__)
@@ -56,36 +60,51 @@ WS_LOG.setLevel(logging.INFO)
 class Server:
     """One vtt-sync server."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        storage: Storage | None = None,
+        bus: RoomBus | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.config = config
+        self.limits = config.limits
+        self.clock = clock or SystemClock()
         self.metrics = Metrics()
-        self.fanout = LocalFanOut()
-        self.tokens = RecentTokens(TOKEN_RETRY_SECONDS)
-        self.storage = SqliteStorage(
-            config.data_dir, config.synchronous, on_group=self.metrics.commit_group.observe
+        self.bus = bus or LocalBus()
+        self.registry = Registry()
+        self.tokens = RecentTokens(self.limits.token_retry_seconds, self.clock.monotonic)
+        self.storage: Storage = storage or SqliteStorage(
+            config.data_dir,
+            config.synchronous,
+            on_group=self.metrics.commit_group.observe,
+            snapshots_kept=self.limits.snapshots_kept,
         )
         self.dice: rules.Dice = config.dice if config.dice is not None else rules.ServerDice()
         self.rooms = Rooms(
             RoomServices(
                 self.storage,
-                self.fanout,
+                self.bus,
+                self.registry,
                 self.metrics,
                 self.dice,
                 self.tokens,
+                limits=self.limits,
+                clock=self.clock,
                 check_invariants=config.check_invariants,
-                max_per_room=config.max_connections_per_room,
-                max_per_user=config.max_connections_per_user,
             )
         )
-        self.admin = Admin(self.storage, self.rooms, self.metrics, self.tokens)
+        self.admin = Admin(self.storage, self.rooms, self.metrics, self.tokens, self.clock)
         self.sessions: set[Session] = set()
-        # Admin sessions holding one of the MAX_ADMIN_CONNECTIONS slots
-        # (reserved at the check, before the welcome; see Session._open_admin).
-        self.admin_slots: set[Session] = set()
+        # Admin sessions holding one of the admin slots (reserved at the
+        # check, before the welcome; see Session._open_admin).
+        self.admin_slots: set[Any] = set()
         self.shutting_down = False
         self.admin_token = ""
         self.admin_token_generated = False
         self.admin_hash = b""
+        self._deps: SessionDeps | None = None
         self._ws: WsServer | None = None
         self._closed = False
 
@@ -109,14 +128,32 @@ class Server:
         self.admin_hash = hash_token(token)
         await self.storage.open()
         await self.rooms.start()
+        self._deps = SessionDeps(
+            limits=self.limits,
+            rate=self.config.rate,
+            gm_rate=self.config.gm_rate,
+            admin_hash=self.admin_hash,
+            find_token=self.storage.find_token,
+            rooms=self.rooms,
+            admin=self.admin.execute,
+            registry=self.registry,
+            bus=self.bus,
+            metrics=self.metrics,
+            clock=self.clock,
+            shutting_down=lambda: self.shutting_down,
+            opened=self._opened,
+            closed=self._closed_session,
+            admin_slots=self.admin_slots,
+            fast_fanout=self.config.fast_fanout,
+        )
         routes = Routes(
-            self.config.web_dir, self.health, self.metrics.render, self.metrics.content_type
+            self.config.web, self.health, self.metrics.render, self.metrics.content_type
         )
         self._ws = await serve(
             self._handle,
             self.config.host,
             self.config.port,
-            subprotocols=list(SUBPROTOCOLS),  # type: ignore[arg-type]
+            subprotocols=list(protocol.SUBPROTOCOLS),  # type: ignore[arg-type]
             select_subprotocol=select_subprotocol,
             process_request=routes.process_request,
             # Frames are small and encoded once for everyone; per-connection
@@ -127,7 +164,7 @@ class Server:
             write_limit=WRITE_LIMIT_BYTES,
             ping_interval=PING_INTERVAL_SECONDS,
             ping_timeout=PING_TIMEOUT_SECONDS,
-            close_timeout=CLOSE_TIMEOUT_SECONDS,
+            close_timeout=self.limits.close_timeout,
             logger=WS_LOG,
         )
         log.info("listening on %s", self.url)
@@ -162,22 +199,23 @@ class Server:
             return
         self._closed = True
         self.shutting_down = True
+        drain = self.limits.shutdown_drain_seconds
         if self._ws is not None:
             self._ws.server.close()  # stop accepting; open connections stay
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(SHUTDOWN_DRAIN_SECONDS):
+            async with asyncio.timeout(drain):
                 await self.rooms.drain()
         for session in list(self.sessions):
             if session.outbox is not None:
-                session.outbox.close_after(frames.CLOSE_SHUTDOWN, "server shutting down")
+                session.outbox.close_after(protocol.CLOSE_SHUTDOWN, "server shutting down")
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(SHUTDOWN_DRAIN_SECONDS):
+            async with asyncio.timeout(drain):
                 await asyncio.gather(
                     *(s.outbox.flushed() for s in list(self.sessions) if s.outbox is not None),
                     return_exceptions=True,
                 )
         if self._ws is not None:
-            self._ws.close(code=frames.CLOSE_SHUTDOWN, reason="server shutting down")
+            self._ws.close(code=protocol.CLOSE_SHUTDOWN, reason="server shutting down")
             await self._ws.wait_closed()
         await self.rooms.stop()
         await self.storage.close()
@@ -186,13 +224,14 @@ class Server:
     # --- connections ------------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
-        await Session(self, ws).run()
+        assert self._deps is not None
+        await Session(self._deps, ws).run()
 
-    def connection_opened(self, session: Session) -> None:
+    def _opened(self, session: Session) -> None:
         self.sessions.add(session)
         self.metrics.connections.set(len(self.sessions))
 
-    def connection_closed(self, session: Session) -> None:
+    def _closed_session(self, session: Session) -> None:
         self.sessions.discard(session)
         self.metrics.connections.set(len(self.sessions))
 
@@ -223,7 +262,7 @@ class Server:
         the room's queue like any client's; returns the ack or error frame."""
         host = await self.rooms.get(room)
         if host is None:
-            return frames.error("not_found", f"no room {room!r}", cmd_id)
+            return protocol.error("not_found", f"no room {room!r}", cmd_id)
         role = host.state["users"].get(user, {}).get("role", "observer")
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
@@ -231,14 +270,12 @@ class Server:
             if not fut.done():
                 fut.set_result(frame)
 
-        host.submit(
-            Command(
-                actor=rules.Actor(user=user, role=role),
-                epoch=host.epochs.get(user, 0),
-                cmd_id=cmd_id or f"local-{secrets.token_hex(8)}",
-                op=op,
-                args=args,
-                reply=reply,
-            )
+        command = CommandIn(
+            actor=rules.Actor(user=user, role=role),
+            epoch=host.epochs.get(user, 0),
+            cmd_id=cmd_id or f"local-{secrets.token_hex(8)}",
+            op=op,
+            args=args,
         )
+        host.submit(Command(command, reply, None, self.clock.monotonic()))
         return await fut

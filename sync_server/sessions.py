@@ -1,10 +1,14 @@
-"""Sessions: one per WebSocket connection, from hello to close.
+"""Sessions: the asyncio glue of one WebSocket connection, hello to close.
 
-The session authenticates the hello, then turns each frame into work: a
-`cmd` or `sync` for its room's queue (or the admin service), errors for
-anything malformed. It owns the connection's rate limit and its in-flight
-bound; everything it sends goes through its `Outbox`, so a slow reader
+What each frame means is decided by the sans-I/O session core
+(core/session.py); this module reads frames, authenticates the hello,
+carries out the core's actions (a command for the room's queue or the admin
+service, a `sync`, an error, a close) and owns the connection's in-flight
+bound. Everything it sends goes through its `Outbox`, so a slow reader
 never blocks a room.
+
+A session sees the rest of the server only through `SessionDeps`, a narrow
+set of collaborators, never the `Server` itself.
 
 What it never does: decide a rule, or log a token (hello frames are never
 logged; only user ids and rooms are).
@@ -15,51 +19,70 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+import attrs
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 import rules
-from sync_server import frames
+from sync_server import protocol
 from sync_server.admin import ADMIN_USER
-from sync_server.auth import hash_token, plausible_token, same_hash
+from sync_server.auth import hash_token, same_hash
+from sync_server.bus import RoomBus
+from sync_server.clock import Clock
 from sync_server.codec import BadFrame, Codec, codec_for
-from sync_server.fanout import Outbox
-from sync_server.limits import (
-    CLOSE_TIMEOUT_SECONDS,
-    CLOSE_TOO_MANY_CONNECTIONS,
-    MAX_ADMIN_CONNECTIONS,
-    MAX_CMD_ID_LENGTH,
-    MAX_INFLIGHT_PER_SESSION,
+from sync_server.core.room import CommandIn, JoinRefused
+from sync_server.core.session import (
+    HelloRefused,
+    Ignore,
+    Reply,
+    ReplyAndClose,
+    RunCommand,
+    RunSync,
+    SessionCore,
+    read_hello,
+    unauthenticated,
 )
+from sync_server.limits import Limits
+from sync_server.metrics import Metrics
+from sync_server.outbox import Outbox
 from sync_server.ratelimit import RateSpec, TokenBucket
-from sync_server.rooms import NO_EXPECT, Command, Join, JoinRefused, RoomClosed, RoomHost, Sync
-
-if TYPE_CHECKING:
-    from sync_server.server import Server
+from sync_server.registry import Registry
+from sync_server.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
 
 log = logging.getLogger(__name__)
 
 
-class _Refuse(Exception):
-    """End the handshake with an error frame and a close code."""
+@attrs.frozen
+class SessionDeps:
+    """What a session needs of its server, and nothing more."""
 
-    def __init__(self, code: str, message: str, close: int) -> None:
-        super().__init__(message)
-        self.code, self.message, self.close = code, message, close
-
-
-def _int_or_none(value: Any) -> bool:
-    return value is None or (type(value) is int and value >= 0)
+    limits: Limits
+    rate: RateSpec | None  # players and observers
+    gm_rate: RateSpec | None  # GM and admin sessions
+    admin_hash: bytes
+    find_token: Callable[[bytes], Awaitable[tuple[str, str] | None]]
+    rooms: Rooms
+    admin: Callable[[str, Any, Any], Awaitable[dict[str, Any]]]
+    registry: Registry
+    bus: RoomBus
+    metrics: Metrics
+    clock: Clock
+    shutting_down: Callable[[], bool]
+    opened: Callable[[Session], None]
+    closed: Callable[[Session], None]
+    # Admin sessions holding a slot (reserved at the check, before the welcome).
+    admin_slots: set[Any]
+    fast_fanout: bool = True
 
 
 class Session:
     """One client connection."""
 
-    def __init__(self, server: Server, ws: ServerConnection) -> None:
-        self.server = server
+    def __init__(self, deps: SessionDeps, ws: ServerConnection) -> None:
+        self.deps = deps
         self.ws = ws
         self.codec: Codec = codec_for(ws.subprotocol)
         self.user: str | None = None
@@ -68,8 +91,8 @@ class Session:
         self.host: RoomHost | None = None
         self.epoch = 0
         self.outbox: Outbox | None = None
-        self.bucket: TokenBucket | None = None
-        self.inflight = asyncio.Semaphore(MAX_INFLIGHT_PER_SESSION)
+        self.core: SessionCore | None = None
+        self.inflight = asyncio.Semaphore(deps.limits.max_inflight_per_session)
 
     # --- lifecycle --------------------------------------------------------
 
@@ -77,34 +100,39 @@ class Session:
         try:
             try:
                 await self._hello()
-            except _Refuse as refuse:
-                await self._refuse_now(refuse.code, refuse.message, refuse.close)
+            except HelloRefused as refused:
+                await self._refuse_now(refused)
+                return
+            except JoinRefused as refused:
+                await self._refuse_now(HelloRefused(refused.code, refused.message, refused.close))
                 return
             except (ConnectionClosed, TimeoutError):
                 return
-            self.server.connection_opened(self)
+            self.deps.opened(self)
             try:
                 await self._loop()
             finally:
-                self.server.connection_closed(self)
+                self.deps.closed(self)
         finally:
             await self._cleanup()
 
-    async def _refuse_now(self, code: str, message: str, close: int) -> None:
+    async def _refuse_now(self, refused: HelloRefused) -> None:
         with contextlib.suppress(ConnectionClosed, OSError):
-            await self.ws.send(self.codec.encode(frames.error(code, message)))
-            await self.ws.close(close, message[:100])
+            await self.ws.send(self.codec.encode(refused.frame()))
+            await self.ws.close(refused.close, refused.message[:100])
 
     async def _cleanup(self) -> None:
-        self.server.admin_slots.discard(self)
+        self.deps.admin_slots.discard(self)
         if self.outbox is not None:
-            if self.room_id is not None:
-                self.server.fanout.unsubscribe(self.room_id, self.outbox)
+            if self.room_id is not None and self.host is not None:
+                self.deps.bus.unsubscribe(self.room_id, self.outbox)
+                self.deps.registry.remove(self.room_id, self.outbox)
+                self.host.touch()
             if self.outbox.closing:
-                # A close was decided (4403, 4400, 1013...): let the writer
-                # send what precedes it, bounded by the close timeout.
+                # A close was decided (4403, 4400, 1013...): let it finish,
+                # bounded by the close timeout.
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(2 * CLOSE_TIMEOUT_SECONDS):
+                    async with asyncio.timeout(2 * self.deps.limits.close_timeout):
                         await self.outbox.flushed()
             await self.outbox.stop()
 
@@ -112,218 +140,170 @@ class Session:
 
     async def _hello(self) -> None:
         try:
-            async with asyncio.timeout(self.server.config.hello_timeout):
+            async with asyncio.timeout(self.deps.limits.hello_timeout):
                 message = await self.ws.recv()
         except TimeoutError:
             with contextlib.suppress(ConnectionClosed, OSError):
-                await self.ws.close(frames.CLOSE_HELLO_TIMEOUT, "no hello in time")
+                await self.ws.close(protocol.CLOSE_HELLO_TIMEOUT, "no hello in time")
             raise
         try:
-            hello = self.codec.decode(message)
+            frame = self.codec.decode(message)
         except BadFrame as exc:
-            raise _Refuse(
-                "bad_frame", f"the first frame must be a hello: {exc}", frames.CLOSE_MISUSE
+            raise HelloRefused(
+                "bad_frame", f"the first frame must be a hello: {exc}", protocol.CLOSE_MISUSE
             )
-        if hello.get("t") != "hello":
-            raise _Refuse("bad_frame", "the first frame must be a hello", frames.CLOSE_MISUSE)
-        proto = hello.get("proto")
-        if type(proto) is not int or proto != frames.PROTO_VERSION:
-            raise _Refuse(
-                "bad_frame", f"unknown proto {proto!r}; this server speaks 1", frames.CLOSE_MISUSE
-            )
-        since = hello.get("since")
-        if not _int_or_none(since):
-            raise _Refuse("bad_frame", "since must be a version number", frames.CLOSE_MISUSE)
-        token, room = hello.get("token"), hello.get("room")
-        unauth = _Refuse("unauthenticated", "bad token or room", frames.CLOSE_UNAUTHENTICATED)
-        if not plausible_token(token):
-            raise unauth
-        digest = hash_token(token)
-        if same_hash(digest, self.server.admin_hash):
-            if room is not None:
-                raise unauth  # the admin token opens admin sessions only
-            await self._open_admin()
+        hello = read_hello(frame)
+        digest = hash_token(hello.token)
+        if same_hash(digest, self.deps.admin_hash):
+            if hello.room is not None:
+                raise unauthenticated()  # the admin token opens admin sessions only
+            self._open_admin()
             return
-        found = await self.server.storage.find_token(digest)
-        if found is None or not isinstance(room, str) or found[0] != room:
-            raise unauth
-        user = found[1]
+        found = await self.deps.find_token(digest)
+        if found is None or found[0] != hello.room:
+            raise unauthenticated()
+        room, user = found
         for _attempt in range(3):  # the room may be unloaded between get and submit
-            host = await self.server.rooms.get(room)
+            host = await self.deps.rooms.get(room)
             if host is None:
-                raise unauth
+                raise unauthenticated()
             outbox = self._new_outbox(user)
             fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
             try:
-                host.submit(Join(outbox, user, since, fut))
+                host.submit(Join(outbox, user, hello.since, fut))
             except RoomClosed:
                 continue
             try:
                 role, epoch = await fut
-            except JoinRefused as refused:
-                raise _Refuse(refused.code, refused.message, refused.close)
             except RoomClosed:
-                raise unauth
+                raise unauthenticated()
             except BaseException:
                 fut.cancel()
                 raise
             break
         else:
-            raise unauth
+            raise unauthenticated()
         self.user, self.role, self.room_id, self.host, self.epoch = user, role, room, host, epoch
         self.outbox = outbox
-        outbox.start()
-        spec = self.server.config.gm_rate if role == "gm" else self.server.config.rate
-        self.bucket = None if spec is None else TokenBucket(spec)
+        spec = self.deps.gm_rate if role == "gm" else self.deps.rate
+        self.core = SessionCore(role, None if spec is None else TokenBucket(spec))
         log.debug("room %s: %s (%s) connected", room, user, role)
 
-    async def _open_admin(self) -> None:
+    def _open_admin(self) -> None:
         # Check and reserve in one step (no await between them), so hellos
         # arriving at the same instant cannot all pass the check; the slot
         # is freed in _cleanup, whatever happens after this point.
-        slots = self.server.admin_slots
-        if len(slots) >= MAX_ADMIN_CONNECTIONS:
-            raise _Refuse("rate_limited", "too many admin sessions", CLOSE_TOO_MANY_CONNECTIONS)
+        slots = self.deps.admin_slots
+        if len(slots) >= self.deps.limits.max_admin_connections:
+            raise HelloRefused("rate_limited", "too many admin sessions", protocol.CLOSE_TOO_MANY)
         slots.add(self)
         self.user, self.role = ADMIN_USER, "admin"
         self.outbox = self._new_outbox(ADMIN_USER)
-        self.outbox.start()
-        self.outbox.send({"t": "welcome", "user": ADMIN_USER, "role": "admin"})
-        spec: RateSpec | None = self.server.config.gm_rate
-        self.bucket = None if spec is None else TokenBucket(spec)
+        self.outbox.send(protocol.admin_welcome(ADMIN_USER))
+        spec = self.deps.gm_rate
+        self.core = SessionCore(
+            "admin", None if spec is None else TokenBucket(spec), has_room=False
+        )
         log.debug("admin session connected")
 
     def _new_outbox(self, user: str) -> Outbox:
-        metrics = self.server.metrics
+        limits = self.deps.limits
         return Outbox(
             self.ws,
             self.codec,
             user,
-            max_frames=self.server.config.outbox_max_frames,
-            max_bytes=self.server.config.outbox_max_bytes,
-            on_sent=metrics.frames,
+            max_bytes=limits.outbox_max_bytes,
+            close_timeout=limits.close_timeout,
+            fast=self.deps.fast_fanout,
+            on_sent=self.deps.metrics.frames,
             on_too_slow=self._too_slow,
         )
 
     def _too_slow(self) -> None:
-        self.server.metrics.slow_closes.inc()
+        self.deps.metrics.slow_closes.inc()
         log.info("room %s: %s closed, too slow to read (1013)", self.room_id, self.user)
-        if self.room_id is not None and self.outbox is not None:
-            self.server.fanout.unsubscribe(self.room_id, self.outbox)
+        if self.room_id is not None and self.outbox is not None and self.host is not None:
+            self.deps.bus.unsubscribe(self.room_id, self.outbox)
+            self.deps.registry.remove(self.room_id, self.outbox)
 
     # --- frames -----------------------------------------------------------
 
     async def _loop(self) -> None:
-        assert self.outbox is not None
+        assert self.outbox is not None and self.core is not None
         with contextlib.suppress(ConnectionClosed):
             async for message in self.ws:
                 # Once a close is under way (4403, 1013, a second hello...),
                 # frames are read and dropped: reading is what lets the
                 # peer's close frame, queued behind them, complete the
                 # closing handshake instead of waiting for the close timeout.
-                if not self.outbox.closing:
-                    await self._frame(message)
+                if self.outbox.closing:
+                    self.core.closing()
+                    continue
+                await self._frame(message)
 
     def _send(self, frame: dict[str, Any]) -> None:
         assert self.outbox is not None
         self.outbox.send(frame)
 
-    def _allowed(self) -> bool:
-        if self.bucket is None or self.bucket.allow(time.monotonic()):
-            return True
-        self.server.metrics.rate_limited.inc()
-        return False
-
-    async def _frame(self, message: bytes | str) -> bool:
-        """Handle one frame; False ends the session."""
+    async def _frame(self, message: bytes | str) -> None:
+        assert self.core is not None and self.outbox is not None
         try:
-            frame = self.codec.decode(message)
+            frame: dict[str, Any] | Exception = self.codec.decode(message)
         except BadFrame as exc:
-            if not self._allowed():
-                self._send(frames.error("rate_limited", "too many frames; slow down"))
-            else:
-                self._send(frames.error("bad_frame", str(exc)))
-            return True
-        t = frame.get("t")
-        raw_id = frame.get("id")
-        echo_id = raw_id if isinstance(raw_id, str) and len(raw_id) <= MAX_CMD_ID_LENGTH else None
-        if t == "hello":
-            self._send(frames.error("bad_frame", "a second hello"))
-            assert self.outbox is not None
-            self.outbox.close_after(frames.CLOSE_MISUSE, "a second hello")
-            return False
-        if t not in ("cmd", "sync"):
-            if not self._allowed():
-                self._send(frames.error("rate_limited", "too many frames; slow down", echo_id))
-            else:
-                self._send(frames.error("bad_frame", f"unknown frame type {t!r}", echo_id))
-            return True
-        if not self._allowed():
-            self._send(frames.error("rate_limited", "too many commands; slow down", echo_id))
-            return True
-        if self.server.shutting_down:
-            self._send(
-                frames.error("internal", "the server is shutting down; retry later", echo_id)
-            )
-            return True
-        if t == "sync":
-            return await self._sync(frame)
-        if echo_id is None or not raw_id:
-            self._send(
-                frames.error(
-                    "bad_frame", f"a cmd needs an id: a string of 1-{MAX_CMD_ID_LENGTH} characters"
-                )
-            )
-            return True
-        if "op" not in frame:
-            self._send(frames.error("bad_frame", "a cmd needs an op", echo_id))
-            return True
-        op, args = frame["op"], frame.get("args", {})
+            frame = exc
+        limited = self.core.rate_limited
+        action = self.core.receive(frame, self.deps.clock.monotonic(), self.deps.shutting_down())
+        if self.core.rate_limited != limited:
+            self.deps.metrics.rate_limited.inc()
+        if isinstance(action, Reply):
+            self._send(action.frame)
+        elif isinstance(action, ReplyAndClose):
+            self._send(action.frame)
+            self.outbox.close_after(action.code, action.reason)
+        elif isinstance(action, RunSync):
+            await self._sync(action)
+        elif isinstance(action, RunCommand):
+            await self._command(action)
+        else:
+            assert isinstance(action, Ignore)
+
+    async def _command(self, action: RunCommand) -> None:
         if self.role == "admin":
-            reply = await self.server.admin.execute(echo_id, op, args)
-            self._send(reply)
-            return True
+            self._send(await self.deps.admin(action.cmd_id, action.op, action.args))
+            return
         await self.inflight.acquire()
-        if self.server.shutting_down:  # it began while we waited for a slot
+        if self.deps.shutting_down():  # it began while we waited for a slot
             self.inflight.release()
             self._send(
-                frames.error("internal", "the server is shutting down; retry later", echo_id)
+                protocol.error(
+                    "internal", "the server is shutting down; retry later", action.cmd_id
+                )
             )
-            return True
-        command = Command(
+            return
+        command = CommandIn(
             actor=rules.Actor(user=self.user or "", role=self.role or ""),
             epoch=self.epoch,
-            cmd_id=echo_id,
-            op=op,
-            args=args,
-            reply=self._send,
-            expect=frame.get("expect", NO_EXPECT),
-            done=self.inflight.release,
+            cmd_id=action.cmd_id,
+            op=action.op,
+            args=action.args,
+            expect=action.expect,
         )
-        return self._submit(command)
+        self._submit(
+            Command(command, self._send, self.inflight.release, self.deps.clock.monotonic())
+        )
 
-    async def _sync(self, frame: dict[str, Any]) -> bool:
-        since = frame.get("since")
-        if self.host is None:
-            self._send(frames.error("bad_frame", "admin sessions have no room to sync"))
-            return True
-        if type(since) is not int or since < 0:
-            self._send(frames.error("bad_frame", "sync needs since: a version number"))
-            return True
+    async def _sync(self, action: RunSync) -> None:
         assert self.outbox is not None
         await self.inflight.acquire()
-        return self._submit(Sync(self.outbox, since, done=self.inflight.release))
+        self._submit(Sync(self.outbox, action.since, action.request_id, self.inflight.release))
 
-    def _submit(self, item: Command | Sync) -> bool:
-        assert self.host is not None
+    def _submit(self, item: Command | Sync) -> None:
+        assert self.host is not None and self.outbox is not None
         try:
             self.host.submit(item)
         except RoomClosed:
             if item.done is not None:
                 item.done()
-            assert self.outbox is not None
-            cmd_id = item.cmd_id if isinstance(item, Command) else None
-            self._send(frames.error("not_found", "the room was deleted", cmd_id))
-            self.outbox.close_after(frames.CLOSE_ROOM_DELETED, "room deleted")
-            return False
-        return True
+            cmd_id = item.cmd_id if isinstance(item, Command) else item.request_id
+            self._send(protocol.error("not_found", "the room was deleted", cmd_id))
+            self.outbox.close_after(protocol.CLOSE_ROOM_DELETED, "room deleted")

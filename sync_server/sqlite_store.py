@@ -23,23 +23,23 @@ from typing import Any
 
 import msgpack
 
-from rules import apply_ops
 from sync_server.codec import packb
 from sync_server.limits import SNAPSHOTS_KEPT
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
-    LoadedRoom,
     PatchRow,
     StorageError,
+    StoredRoom,
     UndoTarget,
+    VersionConflict,
     VersionRecord,
 )
 
 log = logging.getLogger(__name__)
 
 DB_FILE = "vtt-sync.sqlite3"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 # Write jobs committed together at most: bounds one transaction's size and
 # so the latency of the first job waiting in it.
@@ -47,7 +47,8 @@ MAX_GROUP_JOBS = 256
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rooms (room TEXT PRIMARY KEY, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS rooms (
+    room TEXT PRIMARY KEY, created REAL NOT NULL, head INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS users (
     room TEXT NOT NULL, user TEXT NOT NULL, token_hash BLOB NOT NULL UNIQUE,
     PRIMARY KEY (room, user)) WITHOUT ROWID;
@@ -68,6 +69,19 @@ CREATE TABLE IF NOT EXISTS admin_log (
     cmd_id TEXT PRIMARY KEY, op TEXT NOT NULL, args BLOB NOT NULL,
     result BLOB NOT NULL, ts REAL NOT NULL);
 """
+
+
+# Schema migrations, by the version they lead from: each brings a database
+# of that version to the next one, inside the opening transaction.
+MIGRATIONS: dict[str, tuple[str, ...]] = {
+    # 1 -> 2: the room's head version, the fence every commit checks.
+    "1": (
+        "ALTER TABLE rooms ADD COLUMN head INTEGER NOT NULL DEFAULT 0",
+        "UPDATE rooms SET head = coalesce("
+        "(SELECT max(v) FROM versions WHERE versions.room = rooms.room),"
+        " (SELECT max(v) FROM snapshots WHERE snapshots.room = rooms.room), 0)",
+    ),
+}
 
 
 def _pack(value: Any) -> bytes:
@@ -134,9 +148,11 @@ class SqliteStorage:
         data_dir: Path,
         synchronous: str = "FULL",
         on_group: Callable[[int], None] | None = None,
+        snapshots_kept: int = SNAPSHOTS_KEPT,
     ) -> None:
         self.path = Path(data_dir) / DB_FILE
         self.synchronous = synchronous
+        self.snapshots_kept = snapshots_kept
         self._on_group = on_group
         self._jobs: deque[_Job | None] = deque()
         self._cv = threading.Condition()
@@ -155,15 +171,7 @@ class SqliteStorage:
             if str(mode).lower() != "wal":
                 raise StorageError(f"{self.path}: cannot enable WAL (journal_mode={mode})")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            conn.executescript(SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
-            )
-            found = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
-            if found != SCHEMA_VERSION:
-                raise StorageError(
-                    f"{self.path}: schema {found}, this server knows {SCHEMA_VERSION}"
-                )
+            self._migrate(conn)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
         except OSError as exc:
@@ -171,6 +179,42 @@ class SqliteStorage:
         self._conn = conn
         self._thread = threading.Thread(target=self._run, name="vtt-sync-sqlite", daemon=True)
         self._thread.start()
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Create the schema, or bring an older one up to date, in one
+        transaction; refuse a database written by a newer server."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            has_meta = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            found = None
+            if has_meta:
+                row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                found = row[0] if row else None
+            if found is None:
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+                )
+            while found is not None and found != SCHEMA_VERSION:
+                steps = MIGRATIONS.get(found)
+                if steps is None:
+                    raise StorageError(
+                        f"{self.path}: schema {found} is newer than this server's "
+                        f"{SCHEMA_VERSION}; run a newer vtt-sync"
+                    )
+                for statement in steps:
+                    conn.execute(statement)
+                found = str(int(found) + 1)
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (found,))
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
 
     async def close(self) -> None:
         if self._thread is None:
@@ -293,7 +337,9 @@ class SqliteStorage:
         admin: AdminRecord,
     ) -> None:
         def w(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO rooms (room, created) VALUES (?, ?)", (room, time.time()))
+            conn.execute(
+                "INSERT INTO rooms (room, created, head) VALUES (?, ?, 0)", (room, time.time())
+            )
             conn.execute(
                 "INSERT INTO snapshots (room, v, state) VALUES (?, 0, ?)", (room, _pack(state))
             )
@@ -331,38 +377,32 @@ class SqliteStorage:
 
         return await self._submit(q, write=False)
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> LoadedRoom | None:
-        def q(conn: sqlite3.Connection) -> LoadedRoom | None:
-            if conn.execute("SELECT 1 FROM rooms WHERE room = ?", (room,)).fetchone() is None:
+    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+        def q(conn: sqlite3.Connection) -> StoredRoom | None:
+            head_row = conn.execute("SELECT head FROM rooms WHERE room = ?", (room,)).fetchone()
+            if head_row is None:
                 return None
             snap = conn.execute(
                 "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
             ).fetchone()
             if snap is None:
                 raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
-            v, state = snap[0], _unpack(snap[1])
-            for row in conn.execute(
-                "SELECT v, ops FROM versions WHERE room = ? AND v > ? ORDER BY v", (room, v)
-            ):
-                if row[0] != v + 1:
-                    raise StorageError(f"room {room!r}: version {v + 1} missing from the log")
-                apply_ops(state, _unpack(row[1]))
-                v = row[0]
+            first = min(snap[0], head_row[0] - recent)
             rows = conn.execute(
                 "SELECT v, cmd_id, user, ops, events FROM versions "
                 "WHERE room = ? AND v > ? ORDER BY v",
-                (room, v - recent),
+                (room, first),
             ).fetchall()
-            patches = [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+            log_rows = [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
             dedup = [
                 DedupEntry(r[0], r[1], r[2], _unpack(r[3]))
                 for r in conn.execute(
                     "SELECT user, cmd_id, v, result FROM versions "
                     "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL ORDER BY v",
-                    (room, v - dedup_window),
+                    (room, head_row[0] - dedup_window),
                 )
             ]
-            return LoadedRoom(room, v, state, patches, dedup)
+            return StoredRoom(room, snap[0], _unpack(snap[1]), log_rows, dedup)
 
         return await self._submit(q, write=False)
 
@@ -371,8 +411,18 @@ class SqliteStorage:
         room: str,
         records: list[VersionRecord],
         snapshot: tuple[int, dict[str, Any]] | None,
+        expected: int,
     ) -> None:
+        head = expected + len(records)
+
         def w(conn: sqlite3.Connection) -> None:
+            moved = conn.execute(
+                "UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (head, room, expected)
+            ).rowcount
+            if moved != 1:
+                raise VersionConflict(
+                    f"room {room!r} is no longer at version {expected}: another writer"
+                )
             for r in records:
                 conn.execute(
                     "INSERT INTO versions (room, v, cmd_id, user, op, args, ops, inverse, events,"
@@ -414,7 +464,7 @@ class SqliteStorage:
                 conn.execute(
                     "DELETE FROM snapshots WHERE room = ? AND v NOT IN "
                     "(SELECT v FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT ?)",
-                    (room, room, SNAPSHOTS_KEPT),
+                    (room, room, self.snapshots_kept),
                 )
 
         await self._submit(w, write=True)

@@ -1,13 +1,25 @@
 """What the server keeps, and the interface of whatever keeps it.
 
-The SQLite implementation (sqlite_store.py) is the first; a multi-node mode
-on a real database replaces it without touching rooms, sessions or rules,
-so everything above this seam speaks only `Storage` and these records.
+A backend (SQLite in sqlite_store.py, the in-memory reference in
+memory_store.py, PostgreSQL for a cluster) implements `Storage` and nothing
+else: rooms, sessions and rules speak only `Storage` and these records.
+What a backend must do is pinned by the contract test suite
+(tests/server/test_storage_contract.py), which every backend passes.
+
+What stays out of backends: turning a snapshot and the log after it into a
+room's state (`replay`, below), so that every backend rebuilds rooms the
+same way, and every decision about what to store (the room core makes it).
 
 Durability contract: when `commit` (or `create_room`, `delete_room`)
-returns, the change survives a crash of the process (and, with the default
-`synchronous=FULL`, of the machine). The server sends a patch to nobody
-before its version is committed.
+returns, the change survives a crash of the process (and, with SQLite's
+default `synchronous=FULL`, of the machine). The server sends a patch to
+nobody before its version is committed.
+
+Fencing contract: `commit` names the head version it builds on
+(`expected`); a backend commits nothing and raises `VersionConflict` when
+the room's stored head is elsewhere. One node serving a room never trips
+it; a second writer (a stale process, a node that lost the room in a
+cluster) is stopped there, before it can fork the log.
 """
 
 from __future__ import annotations
@@ -16,10 +28,17 @@ from typing import Any, Protocol
 
 import attrs
 
+from rules.patch import apply_ops
+
 
 class StorageError(Exception):
     """The data directory cannot be used (unwritable, full, corrupt): a clear
     message for the operator, never a silent loss."""
+
+
+class VersionConflict(StorageError):
+    """A commit built on a head version that is no longer the stored head:
+    another writer got there first. Nothing of that commit was stored."""
 
 
 @attrs.frozen
@@ -79,15 +98,47 @@ class DedupEntry:
 
 
 @attrs.frozen
+class StoredRoom:
+    """A room as a backend reads it, raw: its latest snapshot, every logged
+    version after min(snapshot, head - recent) in order (the replay needs
+    those after the snapshot; resuming clients need the most recent ones),
+    and the command ids still deduplicated."""
+
+    room: str
+    snapshot_v: int
+    snapshot: dict[str, Any]
+    log: list[PatchRow]
+    dedup: list[DedupEntry]
+
+
+@attrs.frozen
 class LoadedRoom:
-    """A room as found in storage: its state at its last version, the most
-    recent patches (for `since`) and the command ids still deduplicated."""
+    """A room ready to serve: its state at its last version, the most recent
+    patches (for `since`) and the command ids still deduplicated."""
 
     room: str
     v: int
     state: dict[str, Any]
     recent: list[PatchRow]
     dedup: list[DedupEntry]
+
+
+def replay(stored: StoredRoom, recent: int) -> LoadedRoom:
+    """Snapshot + the log after it -> the room's current state. Refuses a
+    log with a hole (a missing version is damage, never something to skip).
+    The stored room is the caller's own (backends hand out fresh objects),
+    so its snapshot becomes the state in place."""
+    state = stored.snapshot
+    v = stored.snapshot_v
+    for row in stored.log:
+        if row.v <= stored.snapshot_v:
+            continue
+        if row.v != v + 1:
+            raise StorageError(f"room {stored.room!r}: version {v + 1} missing from the log")
+        apply_ops(state, row.ops)
+        v = row.v
+    tail = [row for row in stored.log if row.v > v - recent]
+    return LoadedRoom(stored.room, v, state, tail, stored.dedup)
 
 
 @attrs.frozen
@@ -139,17 +190,23 @@ class Storage(Protocol):
 
     async def admin_result(self, cmd_id: str) -> AdminRecord | None: ...
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> LoadedRoom | None: ...
+    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+        """The room's latest snapshot and log (see `StoredRoom`), with the
+        command ids of its last `dedup_window` versions; None if no such room."""
+        ...
 
     async def commit(
         self,
         room: str,
         records: list[VersionRecord],
         snapshot: tuple[int, dict[str, Any]] | None,
+        expected: int,
     ) -> None:
-        """Append versions (and maybe a snapshot) atomically. Concurrent
-        calls may be committed together in one transaction (group commit);
-        each call returns only once its records are durable."""
+        """Append versions expected+1.. (and maybe a snapshot) atomically,
+        if the room's head is `expected`; else raise `VersionConflict` and
+        store nothing. Concurrent calls may be committed together in one
+        transaction (group commit); each returns only once its records are
+        durable."""
         ...
 
     async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import email.utils
 import http
+import importlib.resources
 import json
 import mimetypes
 import re
 from collections.abc import Callable
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,17 @@ PLACEHOLDER_PAGE = b"""<!doctype html>
 
 # A file name the page may ask for: no slashes, no leading dot.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+# Files of the web package that are not the page's (its Python marker).
+_NOT_SERVED = (".py", ".pyc")
+
+
+def web_files(web: str | Path) -> Traversable:
+    """The page's files: a package's data (the installed default) or a folder."""
+    if isinstance(web, Path):
+        return web
+    return importlib.resources.files(web)
+
 
 _TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -74,12 +87,12 @@ class Routes:
 
     def __init__(
         self,
-        web_dir: Path,
+        web: str | Path,
         health: Callable[[], dict[str, Any]],
         metrics: Callable[[], bytes],
         metrics_type: str,
     ) -> None:
-        self.web_dir = web_dir
+        self.web_dir = web_files(web)
         self.health = health
         self.metrics = metrics
         self.metrics_type = metrics_type
@@ -108,13 +121,17 @@ class Routes:
 
     def _file(self, name: str) -> Response | None:
         try:
-            entries = {p.name: p for p in self.web_dir.iterdir() if p.is_file()}
-        except OSError:
+            entries = {
+                p.name: p
+                for p in self.web_dir.iterdir()
+                if p.is_file() and not p.name.endswith(_NOT_SERVED)
+            }
+        except (OSError, ModuleNotFoundError):
             return None
         path = entries.get(name)
         if path is None:
             return None
-        suffix = path.suffix.lower()
+        suffix = Path(path.name).suffix.lower()
         ctype = (
             _TYPES.get(suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         )

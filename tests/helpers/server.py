@@ -41,6 +41,7 @@ from websockets.exceptions import ConnectionClosed
 import rules
 from sync_server import Config, Server
 from sync_server.codec import CODECS, JSON, MSGPACK
+from sync_server.limits import LIMIT_FIELDS, Limits
 from tests.helpers.table import SHEET
 
 WAIT = 10.0  # seconds: the bound on any single wait in these helpers
@@ -62,12 +63,15 @@ def next_id(prefix: str = "c") -> str:
 
 def test_config(data_dir: Path, **overrides: Any) -> Config:
     """A config for tests: fixed admin token, invariants checked after
-    every command, SQLite NORMAL (crash-safe in WAL, no fsync per commit)."""
+    every command, SQLite NORMAL (crash-safe in WAL, no fsync per commit).
+    Overrides naming a field of `Limits` go into the config's limits."""
+    limits = {k: overrides.pop(k) for k in list(overrides) if k in LIMIT_FIELDS}
     params: dict[str, Any] = {
         "data_dir": data_dir,
         "admin_token": ADMIN_TOKEN,
         "synchronous": "NORMAL",
         "check_invariants": True,
+        "limits": Limits(**limits),
     }
     params.update(overrides)
     return Config(**params)
@@ -78,7 +82,10 @@ test_config.__test__ = False  # type: ignore[attr-defined]  # not a test, despit
 
 @contextlib.asynccontextmanager
 async def running_server(data_dir: Path, **overrides: Any) -> AsyncIterator[Server]:
-    async with Server(test_config(data_dir, **overrides)) as srv:
+    """An in-process server; `clock`, `storage` and `bus` go to the Server,
+    every other override to its config (limits included)."""
+    parts = {k: overrides.pop(k) for k in ("clock", "storage", "bus") if k in overrides}
+    async with Server(test_config(data_dir, **overrides), **parts) as srv:
         yield srv
 
 

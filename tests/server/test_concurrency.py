@@ -8,11 +8,8 @@ import asyncio
 import contextlib
 import random
 
-import pytest
-
 from sync_server import Server
-from sync_server import rooms as rooms_module
-from tests.helpers.server import Client, Table, connect_admin, create_table
+from tests.helpers.server import Client, Table, connect_admin, create_table, running_server
 
 
 async def _gm_burst(gm: Client, t: Table, n: int, seed: int) -> list[dict]:
@@ -121,14 +118,16 @@ async def test_a_full_scene_is_seen_live_by_everyone(vtt_table: Table) -> None:
         await c.close()
 
 
-async def test_fresh_tokens_open_sessions_at_once_while_rooms_churn(
-    vtt_server: Server, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_fresh_tokens_open_sessions_at_once_while_rooms_churn(tmp_path) -> None:
+    async with running_server(tmp_path, room_idle_unload_seconds=-1.0) as srv:
+        await _fresh_tokens_while_rooms_churn(srv)
+
+
+async def _fresh_tokens_while_rooms_churn(vtt_server: Server) -> None:
     """Tables created side by side (their writes group-committed together),
     every fresh token used at once, rooms deleted and re-created under the
     same ids, and idle rooms unloaded as fast as the loop allows: every
     hello with a token the server just handed out is welcomed."""
-    monkeypatch.setattr(rooms_module, "ROOM_IDLE_UNLOAD_SECONDS", -1.0)
     stop = asyncio.Event()
 
     async def unloader() -> None:

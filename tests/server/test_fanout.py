@@ -1,5 +1,8 @@
-"""Fan-out: each patch is encoded once per subprotocol present in the room,
-whatever the number of clients (issue 6). Counts encode calls; no timing."""
+"""Fan-out: the room bus encodes each frame once per subprotocol present,
+whatever the number of clients; outboxes write the shared bytes; the
+optional fast path (ws_fastpath.py) writes one pre-serialized frame to every
+transport and steps aside whenever that would not be exactly what websockets
+does. Counts and bytes, over real loopback connections; no timing."""
 
 from __future__ import annotations
 
@@ -13,8 +16,11 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 
+from sync_server import ws_fastpath
+from sync_server.bus import LocalBus, Message
 from sync_server.codec import CODECS, JSON, MSGPACK, Codec, packb
-from sync_server.fanout import LocalFanOut, Outbox, _raw_writer, server_frame
+from sync_server.outbox import Outbox
+from sync_server.ws_fastpath import raw_writer, server_frame
 
 WAIT = 10.0  # seconds: the bound on any single wait
 
@@ -32,17 +38,15 @@ class CountingCodec:
         return self.inner.encode(frame)
 
 
-class FakeConnection:
-    """Records what it is asked to send (no socket)."""
+class RecordingSink:
+    """A bus subscriber that keeps the bytes it was given."""
 
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes | str, bool | None]] = []
+    def __init__(self, codec: Any) -> None:
+        self.codec = codec
+        self.got: list[bytes] = []
 
-    async def send(self, message: bytes | str, text: bool | None = None) -> None:
-        self.sent.append((message, text))
-
-    async def close(self, code: int = 1000, reason: str = "") -> None:
-        pass
+    def deliver(self, message: Message) -> None:
+        self.got.append(message.data(self.codec))
 
 
 def patch(v: int) -> dict[str, Any]:
@@ -51,43 +55,42 @@ def patch(v: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("n_msgpack", "n_json"), [(1, 0), (8, 0), (50, 0), (7, 1), (40, 10)])
-async def test_each_patch_is_encoded_once_per_subprotocol(n_msgpack: int, n_json: int) -> None:
+def test_each_frame_is_encoded_once_per_subprotocol(n_msgpack: int, n_json: int) -> None:
     codecs = {MSGPACK: CountingCodec(CODECS[MSGPACK]), JSON: CountingCodec(CODECS[JSON])}
-    fanout = LocalFanOut()
-    clients = []
+    bus = LocalBus()
+    sinks = []
     for name, n in ((MSGPACK, n_msgpack), (JSON, n_json)):
-        for i in range(n):
-            conn = FakeConnection()
-            outbox = Outbox(conn, codecs[name], f"u{i}")  # type: ignore[arg-type]
-            outbox.start()
-            fanout.subscribe("r1", outbox)
-            clients.append((name, conn))
+        for _ in range(n):
+            sink = RecordingSink(codecs[name])
+            bus.subscribe("r1", sink)
+            sinks.append((name, sink))
     patches = 5
     for v in range(1, patches + 1):
-        fanout.publish("r1", patch(v))
-    for _ in range(50):  # let the writer tasks drain their queues
-        if all(len(conn.sent) == patches for _, conn in clients):
-            break
-        await asyncio.sleep(0.01)
-
+        bus.publish("r1", patch(v))
     assert codecs[MSGPACK].calls == (patches if n_msgpack else 0)
     assert codecs[JSON].calls == (patches if n_json else 0)
     for v in range(patches):
-        # Every client of one subprotocol got the very same bytes object.
-        for name in (MSGPACK, JSON):
-            sent = [conn.sent[v] for proto, conn in clients if proto == name]
-            assert len({id(data) for data, _ in sent}) <= 1
-    for name, conn in clients:
-        assert [text for _, text in conn.sent] == [name == JSON] * patches
-        first = conn.sent[0][0]
-        assert isinstance(first, bytes)
-        decoded = msgpack.unpackb(first) if name == MSGPACK else CODECS[JSON].decode(first.decode())
-        assert decoded == patch(1)
-    for client in fanout.all_clients():
-        await client.stop()
+        for name in (MSGPACK, JSON):  # the very same bytes object per subprotocol
+            assert len({id(s.got[v]) for p, s in sinks if p == name}) <= 1
+    for name, sink in sinks:
+        decoded = [
+            msgpack.unpackb(b) if name == MSGPACK else CODECS[JSON].decode(b.decode())
+            for b in sink.got
+        ]
+        assert decoded == [patch(v) for v in range(1, patches + 1)]
 
 
-# --- pre-serialized frames, over real loopback connections -----------------
+def test_a_room_with_no_subscriber_encodes_nothing() -> None:
+    codec = CountingCodec(CODECS[MSGPACK])
+    bus, sink = LocalBus(), RecordingSink(codec)
+    bus.subscribe("r1", sink)
+    bus.publish("r2", patch(1))
+    bus.unsubscribe("r1", sink)
+    bus.publish("r1", patch(2))
+    assert codec.calls == 0 and sink.got == [] and bus.subscribers("r1") == 0
+
+
+# --- outboxes over real loopback connections --------------------------------
 
 
 class Spy:
@@ -117,22 +120,23 @@ class Spy:
         ws.protocol.send_text = spy_text  # type: ignore[method-assign]
 
 
-LoopbackRoom = tuple[LocalFanOut, list[tuple[ServerConnection, Outbox]], list[ClientConnection]]
+LoopbackRoom = tuple[LocalBus, list[tuple[ServerConnection, Outbox]], list[ClientConnection]]
 
 
 @contextlib.asynccontextmanager
-async def loopback_room(protos: list[str], **server_options: Any) -> AsyncIterator[LoopbackRoom]:
+async def loopback_room(
+    protos: list[str], *, fast: bool = True, max_bytes: int = 8 << 20, **server_options: Any
+) -> AsyncIterator[LoopbackRoom]:
     """A websockets server on 127.0.0.1 whose connections are subscribed to
     room r1 through real outboxes, and one connected client per entry of
     `protos` (in that order)."""
-    fanout = LocalFanOut()
+    bus = LocalBus()
     server_side: list[tuple[ServerConnection, Outbox]] = []
     arrived = asyncio.Condition()
 
     async def handler(ws: ServerConnection) -> None:
-        outbox = Outbox(ws, CODECS[ws.subprotocol], "u")  # type: ignore[index]
-        outbox.start()
-        fanout.subscribe("r1", outbox)
+        outbox = Outbox(ws, CODECS[ws.subprotocol], "u", fast=fast, max_bytes=max_bytes)  # type: ignore[index]
+        bus.subscribe("r1", outbox)
         async with arrived:
             server_side.append((ws, outbox))
             arrived.notify_all()
@@ -148,12 +152,13 @@ async def loopback_room(protos: list[str], **server_options: Any) -> AsyncIterat
                     f"ws://127.0.0.1:{port}",
                     subprotocols=[proto],  # type: ignore[list-item]
                     compression=options["compression"],
+                    max_size=None,
                 )
             )
             async with asyncio.timeout(WAIT), arrived:  # keep server_side in client order
                 await arrived.wait_for(lambda: len(server_side) == len(clients))
         try:
-            yield fanout, server_side, clients
+            yield bus, server_side, clients
         finally:
             for client in clients:
                 await client.close()
@@ -174,10 +179,10 @@ def decode(message: bytes | str) -> Any:
 
 async def test_a_patch_frame_is_serialized_once_and_written_to_every_client() -> None:
     protos = [MSGPACK] * 8 + [JSON] * 2
-    async with loopback_room(protos) as (fanout, server_side, clients):
+    async with loopback_room(protos) as (bus, server_side, clients):
         spies = [Spy(ws) for ws, _ in server_side]
         for v in (1, 2, 3):
-            fanout.publish("r1", patch(v))
+            bus.publish("r1", patch(v))
         for client in clients:
             assert [decode(m) for m in await received(client, 3)] == [patch(1), patch(2), patch(3)]
         for i in range(3):
@@ -192,55 +197,96 @@ async def test_a_patch_frame_is_serialized_once_and_written_to_every_client() ->
         assert all(len(s.raw) == 3 for s in spies)
 
 
-async def test_a_paused_client_falls_back_and_keeps_order() -> None:
-    async with loopback_room([MSGPACK] * 3) as (fanout, server_side, clients):
+async def test_without_the_fast_path_frames_go_through_websockets_public_api() -> None:
+    protos = [MSGPACK, MSGPACK, JSON]
+    async with loopback_room(protos, fast=False) as (bus, server_side, clients):
         spies = [Spy(ws) for ws, _ in server_side]
-        paused_ws, paused_outbox = server_side[1]
-        paused_ws.pause_writing()  # as the transport does past its high-water mark
-        fanout.publish("r1", patch(1))  # taken by the writer task, waits in drain
-        await asyncio.sleep(0)
-        fanout.publish("r1", patch(2))  # queued behind it
-        assert paused_outbox.pending >= 1
-        for client in (clients[0], clients[2]):
+        for v in (1, 2):
+            bus.publish("r1", patch(v))
+        for client in clients:
             assert [decode(m) for m in await received(client, 2)] == [patch(1), patch(2)]
+        assert [s.via_protocol for s in spies] == [2, 2, 2]  # broadcast() built each frame
+
+
+async def test_a_paused_client_keeps_order_and_its_bytes_count() -> None:
+    """A transport past its high-water mark is still written to (the bytes
+    wait in its buffer, counted against the client's bound), in order."""
+    async with loopback_room([MSGPACK] * 3) as (bus, server_side, clients):
+        paused_ws, paused = server_side[1]
+        paused_ws.pause_writing()  # as the transport does past its high-water mark
+        for v in (1, 2, 3):
+            bus.publish("r1", patch(v))
         paused_ws.resume_writing()
-        assert [decode(m) for m in await received(clients[1], 2)] == [patch(1), patch(2)]
-        assert spies[1].via_protocol == 2  # both through websockets' own send
-        assert spies[0].via_protocol == spies[2].via_protocol == 0
-        # Once drained, the next patch takes the shared frame again.
-        fanout.publish("r1", patch(3))
-        assert [decode(m) for m in await received(clients[1], 1)] == [patch(3)]
-        assert spies[1].via_protocol == 2
+        for client in clients:
+            assert [decode(m) for m in await received(client, 3)] == [patch(v) for v in (1, 2, 3)]
+        assert not paused.closing
 
 
 async def test_bytes_waiting_in_the_protocol_go_first() -> None:
-    async with loopback_room([MSGPACK]) as (fanout, server_side, clients):
+    async with loopback_room([MSGPACK]) as (bus, server_side, clients):
         ws, _ = server_side[0]
         spy = Spy(ws)
         ws.protocol.send_binary(b"first")  # in the protocol's buffer, not yet written
-        fanout.publish("r1", patch(1))
+        bus.publish("r1", patch(1))
         first, second = await received(clients[0], 2)
         assert first == b"first" and decode(second) == patch(1)
         assert spy.via_protocol == 2  # the patch took the protocol path, after it
 
 
 async def test_no_shared_frames_for_a_closing_connection() -> None:
-    async with loopback_room([MSGPACK]) as (fanout, server_side, _):
+    async with loopback_room([MSGPACK]) as (bus, server_side, _):
         ws, _ = server_side[0]
-        raw = _raw_writer(ws)
+        raw = raw_writer(ws)
         assert raw is not None
         closing = asyncio.create_task(ws.close())
         await asyncio.sleep(0)  # the close frame is sent: state CLOSING
         assert raw(b"x") is False
-        fanout.publish("r1", patch(1))  # refused quietly by every path
+        bus.publish("r1", patch(1))  # refused quietly by every path
         await closing
 
 
 async def test_no_shared_frames_with_compression_or_on_the_client_side() -> None:
     async with loopback_room([MSGPACK], compression="deflate") as (_, server_side, clients):
-        assert _raw_writer(server_side[0][0]) is None  # frames are per connection
-        assert _raw_writer(clients[0]) is None  # masked
-    assert _raw_writer(FakeConnection()) is None  # type: ignore[arg-type]
+        assert raw_writer(server_side[0][0]) is None  # frames are per connection
+        assert raw_writer(clients[0]) is None  # masked
+    assert raw_writer(object()) is None
+
+
+async def test_the_fast_path_still_matches_websockets_internals() -> None:
+    """Fails loudly when a websockets upgrade changes what ws_fastpath
+    relies on: the attributes it reads, and that `send` of a data frame only
+    appends the serialized frame to `protocol.writes` and hands it on."""
+    async with loopback_room([MSGPACK]) as (_, server_side, _clients):
+        ws, _ = server_side[0]
+        for name in ws_fastpath.CONNECTION_ATTRIBUTES:
+            assert hasattr(ws, name), f"websockets connection lost {name!r}"
+        for name in ws_fastpath.PROTOCOL_ATTRIBUTES:
+            assert hasattr(ws.protocol, name), f"websockets protocol lost {name!r}"
+        written: list[bytes] = []
+        write = ws.transport.write
+        ws.transport.write = lambda data: (written.append(data), write(data))  # type: ignore[method-assign]
+        await ws.send(b"payload")
+        assert b"".join(written) == server_frame(b"payload", text=False)
+        assert ws.protocol.writes == []
+
+
+async def test_the_first_frame_counts_against_the_bound_too() -> None:
+    """A client that stopped reading: every byte written for it, in the
+    transport's buffer, counts; past the bound it is closed with 1013 and
+    nothing more is buffered for it, the very first frame included."""
+    big = {"t": "patch", "v": 1, "ops": [["set", ["x"], "y" * 300_000]], "events": []}
+    async with loopback_room([MSGPACK, MSGPACK], max_bytes=1 << 20) as (bus, server_side, clients):
+        _, stalled = server_side[0]
+        clients[0].transport.pause_reading()  # this client reads nothing any more
+        for v in range(1, 40):
+            bus.publish("r1", {**big, "v": v})
+            if stalled.closing:
+                break
+        assert stalled.closing and stalled.close_code == 1013
+        assert stalled.buffered <= 1 << 20
+        healthy = await received(clients[1], 3)  # the other client is unaffected
+        assert [decode(m)["v"] for m in healthy] == [1, 2, 3]
+        clients[0].transport.abort()  # it would never complete a closing handshake
 
 
 def test_the_reused_packer_matches_packb_and_recovers_from_errors() -> None:

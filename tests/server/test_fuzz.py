@@ -38,7 +38,7 @@ from websockets.exceptions import ConnectionClosed
 
 import rules
 from sync_server import Server
-from sync_server.frames import ERROR_ORDER
+from sync_server.protocol import ERROR_ORDER
 from tests.helpers.server import (
     WAIT,
     Client,

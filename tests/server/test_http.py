@@ -9,8 +9,9 @@ import urllib.error
 import urllib.request
 
 from sync_server import Server
-from sync_server.config import DEFAULT_WEB_DIR
+from sync_server.config import WEB_PACKAGE
 from sync_server.metrics import Metrics
+from sync_server.web import web_files
 from tests.helpers.server import Table, running_server
 
 
@@ -62,13 +63,17 @@ async def test_the_page_and_its_files(vtt_server: Server) -> None:
     status, ctype, body = await get(vtt_server.http_url + "/")
     assert status == 200 and ctype.startswith("text/html")
     assert b"<html" in body.lower() or b"<!doctype html" in body.lower()
-    index = DEFAULT_WEB_DIR / "index.html"
-    if index.exists():
-        assert body == index.read_bytes()
-    for path in DEFAULT_WEB_DIR.iterdir() if DEFAULT_WEB_DIR.exists() else ():
-        if path.is_file() and not path.name.startswith("."):
+    files = web_files(WEB_PACKAGE)  # package data, as an installed server reads it
+    assert body == (files / "index.html").read_bytes()
+    served = 0
+    for path in files.iterdir():
+        if path.is_file() and not path.name.startswith(".") and not path.name.endswith(".py"):
             status, _, body = await get(f"{vtt_server.http_url}/{path.name}")
             assert status == 200 and body == path.read_bytes(), path.name
+            served += 1
+    assert served >= 4  # the page, its script and style, the JS client
+    status, _, _ = await get(f"{vtt_server.http_url}/__init__.py")
+    assert status == 404  # the package marker is not the page's
 
 
 async def test_placeholder_when_the_page_is_absent_and_whitelist(tmp_path) -> None:
@@ -76,7 +81,7 @@ async def test_placeholder_when_the_page_is_absent_and_whitelist(tmp_path) -> No
     web.mkdir()
     (web / "app.js").write_text("export const x = 1;\n")
     (tmp_path / "secret.txt").write_text("do not serve")
-    async with running_server(tmp_path / "data", web_dir=web) as srv:
+    async with running_server(tmp_path / "data", web=web) as srv:
         status, ctype, body = await get(srv.http_url + "/")
         assert status == 200 and b"vtt-sync" in body
         status, ctype, body = await get(srv.http_url + "/app.js")

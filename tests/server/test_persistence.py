@@ -53,12 +53,9 @@ async def test_restart_keeps_state_versions_and_dedup(tmp_path) -> None:
         await late.close()
 
 
-async def test_many_snapshots_and_restart(tmp_path, monkeypatch) -> None:
-    from sync_server import rooms as rooms_module
-
-    monkeypatch.setattr(rooms_module, "SNAPSHOT_EVERY_VERSIONS", 5)
+async def test_many_snapshots_and_restart(tmp_path) -> None:
     data = tmp_path / "data"
-    async with running_server(data) as srv:
+    async with running_server(data, snapshot_every_versions=5) as srv:
         t = await create_table(srv.url)
         gm = await t.connect("gm")
         for i in range(23):

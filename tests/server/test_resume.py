@@ -7,7 +7,6 @@ import copy
 
 import pytest
 
-from sync_server import rooms as rooms_module
 from tests.helpers.server import Table, create_table, running_server
 
 
@@ -44,8 +43,12 @@ async def test_since_ahead_of_the_room_gets_the_state(vtt_table: Table) -> None:
     await c.close()
 
 
-async def test_since_too_far_behind_gets_the_state(vtt_table: Table, monkeypatch) -> None:
-    monkeypatch.setattr(rooms_module, "MAX_RESUME_PATCHES", 3)
+async def test_since_too_far_behind_gets_the_state(tmp_path) -> None:
+    async with running_server(tmp_path, max_resume_patches=3) as srv:
+        await _since_too_far_behind(await create_table(srv.url))
+
+
+async def _since_too_far_behind(vtt_table: Table) -> None:
     gm = await vtt_table.connect("gm")
     await _damage(gm, vtt_table, 4)
     c = await vtt_table.connect("p1", since=2, base={})
@@ -65,13 +68,12 @@ async def test_sync_answers_patches_or_snapshot(vtt_table: Table) -> None:
 
 
 @pytest.mark.parametrize("in_memory", [2, 500])
-async def test_since_after_a_restart_is_served_from_the_log(
-    tmp_path, monkeypatch, in_memory
-) -> None:
-    """With few patches kept in memory, `since` reads the stored log."""
-    monkeypatch.setattr(rooms_module, "RECENT_PATCHES_IN_MEMORY", in_memory)
+async def test_since_after_a_restart(tmp_path, in_memory) -> None:
+    """After a restart, the recent patches are back in memory (read from the
+    log at load) and `since` gets them; a gap older than what memory holds
+    gets the state in one read, never a replay of the log row by row."""
     data = tmp_path / "data"
-    async with running_server(data) as srv:
+    async with running_server(data, recent_patches_in_memory=in_memory) as srv:
         t = await create_table(srv.url)
         obs = await t.connect("obs")
         held_v, held = obs.v, copy.deepcopy(obs.state)
@@ -80,13 +82,18 @@ async def test_since_after_a_restart_is_served_from_the_log(
         last = await _damage(gm, t, 5)
         expected = copy.deepcopy(gm.state)
         await gm.close()
-    async with running_server(data) as srv:
+    async with running_server(data, recent_patches_in_memory=in_memory) as srv:
         t.url = srv.url
         back = await t.connect("obs", since=held_v, base=held)
-        assert [p["v"] for p in back.welcome["patches"]] == list(range(held_v + 1, last + 1))
         assert back.state == expected
         reply = await back.sync(held_v)
-        assert [p["v"] for p in reply["patches"]] == list(range(held_v + 1, last + 1))
+        if in_memory >= last - held_v:
+            assert [p["v"] for p in back.welcome["patches"]] == list(range(held_v + 1, last + 1))
+            assert [p["v"] for p in reply["patches"]] == list(range(held_v + 1, last + 1))
+        else:
+            assert "patches" not in back.welcome and back.welcome["v"] == last
+            assert reply["t"] == "snapshot" and reply["v"] == last
+            assert reply["state"] == expected
         await back.close()
 
 

@@ -11,8 +11,9 @@ import pytest
 import rules
 from sync_server import rooms as rooms_module
 from sync_server.auth import hash_token
+from sync_server.clock import FakeClock
 from sync_server.sqlite_store import SqliteStorage
-from sync_server.storage import AdminRecord, StorageError, VersionRecord
+from sync_server.storage import AdminRecord, StorageError, VersionRecord, replay
 from tests.helpers.server import create_table, running_server
 
 
@@ -44,10 +45,10 @@ async def test_concurrent_commits_are_grouped(tmp_path) -> None:
             await _make_room(store, f"r{i}")
         groups.clear()
         await asyncio.gather(
-            *(store.commit(f"r{i}", [_record(f"r{i}", 1, "a")], None) for i in range(20))
+            *(store.commit(f"r{i}", [_record(f"r{i}", 1, "a")], None, 0) for i in range(20))
         )
         assert sum(groups) == 20 and max(groups) > 1  # fewer transactions than commits
-        loaded = await store.load_room("r7", 10, 10)
+        loaded = replay(await store.load_room("r7", 10, 10), 10)
         assert loaded is not None and loaded.v == 1 and loaded.state["clock"] == 1
         assert loaded.dedup[0].cmd_id == "a"
     finally:
@@ -60,12 +61,12 @@ async def test_a_failing_job_does_not_sink_its_group(tmp_path) -> None:
     try:
         await _make_room(store, "a")
         await _make_room(store, "b")
-        good = store.commit("a", [_record("a", 1, "x")], None)
-        bad = store.commit("b", [_record("b", 1, "y"), _record("b", 1, "z")], None)  # duplicate v
+        good = store.commit("a", [_record("a", 1, "x")], None, 0)
+        bad = store.commit("b", [_record("b", 1, "y"), _record("b", 1, "z")], None, 0)  # dup v
         results = await asyncio.gather(good, bad, return_exceptions=True)
         assert results[0] is None and isinstance(results[1], Exception)
-        assert (await store.load_room("a", 10, 10)).v == 1
-        assert (await store.load_room("b", 10, 10)).v == 0  # all or nothing
+        assert replay(await store.load_room("a", 10, 10), 10).v == 1
+        assert replay(await store.load_room("b", 10, 10), 10).v == 0  # all or nothing
     finally:
         await store.close()
 
@@ -84,22 +85,29 @@ async def test_many_rooms_start_fast_and_load_lazily(tmp_path) -> None:
         assert set(srv.rooms.hosts) == {"busy"}
 
 
-async def test_idle_rooms_are_unloaded_and_reload(vtt_server, monkeypatch) -> None:
-    t = await create_table(vtt_server.url)
-    gm = await t.connect("gm")
-    ack = await gm.ok("damage", {"char": t.chars["c_p1"], "amount": 2})
-    monkeypatch.setattr(rooms_module, "ROOM_IDLE_UNLOAD_SECONDS", 0.0)
-    assert await vtt_server.rooms.unload_idle() == []  # a client is connected
-    await gm.close()
-    async with asyncio.timeout(5):
-        while vtt_server.fanout.count("r1"):
-            await asyncio.sleep(0.01)
-    assert await vtt_server.rooms.unload_idle() == ["r1"]
-    back = await t.connect("gm")
-    assert back.v == ack["v"]
-    dup = await back.cmd("damage", {"char": t.chars["c_p1"], "amount": 2}, id=ack["id"])
-    assert dup["dup"] is True
-    await back.close()
+async def test_idle_rooms_are_unloaded_and_reload(tmp_path) -> None:
+    """Idle unloading on a fake clock: nothing sleeps, time is moved."""
+    clock = FakeClock()
+    async with running_server(tmp_path, clock=clock, room_idle_unload_seconds=300) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        ack = await gm.ok("damage", {"char": t.chars["c_p1"], "amount": 2})
+        clock.advance(301)
+        assert await srv.rooms.unload_idle() == []  # a client is connected
+        await gm.close()
+        async with asyncio.timeout(5):
+            while srv.registry.count("r1"):
+                await asyncio.sleep(0.01)
+        assert await srv.rooms.unload_idle() == []  # active 0 s ago (the close)
+        clock.advance(299)
+        assert await srv.rooms.unload_idle() == []
+        clock.advance(2)
+        assert await srv.rooms.unload_idle() == ["r1"]
+        back = await t.connect("gm")
+        assert back.v == ack["v"]
+        dup = await back.cmd("damage", {"char": t.chars["c_p1"], "amount": 2}, id=ack["id"])
+        assert dup["dup"] is True
+        await back.close()
 
 
 async def test_unusable_database_file_is_a_storage_error(tmp_path) -> None:
@@ -113,7 +121,7 @@ def test_invert_undoes_a_diff() -> None:
     import copy
     import random
 
-    from sync_server.rooms import invert
+    from rules import invert
 
     rng = random.Random(7)
     for _ in range(300):
@@ -136,6 +144,13 @@ def test_invert_undoes_a_diff() -> None:
 
 @pytest.mark.parametrize("recreated", [False, True], ids=["deleted", "deleted-and-recreated"])
 async def test_unloading_drops_only_the_host_it_found_idle(
+    tmp_path, monkeypatch, recreated: bool
+) -> None:
+    async with running_server(tmp_path, room_idle_unload_seconds=-1.0) as srv:  # all idle
+        await _unloading_drops_only_the_host_it_found_idle(srv, monkeypatch, recreated)
+
+
+async def _unloading_drops_only_the_host_it_found_idle(
     vtt_server, monkeypatch, recreated: bool
 ) -> None:
     """`unload_idle` awaits each idle host's stop; meanwhile another room of
@@ -149,7 +164,6 @@ async def test_unloading_drops_only_the_host_it_found_idle(
         assert ack["t"] == "ack", ack
     first, old_b = await rooms.get("a"), await rooms.get("b")
     assert first is not None and old_b is not None and list(rooms.hosts) == ["a", "b"]
-    monkeypatch.setattr(rooms_module, "ROOM_IDLE_UNLOAD_SECONDS", -1.0)  # all idle at once
     stop_first = first.stop
     new_b: list[rooms_module.RoomHost | None] = []
 

@@ -1,0 +1,2 @@
+"""The browser client (vtt-sync-client.js) and the tracker page, shipped as
+package data: the server serves these files by exact name."""
