@@ -16,7 +16,7 @@ import statistics
 import time
 
 from rules import Actor, Refused, Room, SeededDice, apply, diff, new_room
-from tests.helpers.table import stable_room
+from rules.testing import stable_room
 
 SHEET = {
     "level": 3,

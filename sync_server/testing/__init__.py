@@ -1,0 +1,12 @@
+"""Testing helpers shipped with the product (as trio ships `trio.testing`):
+what the project's tests and benchmarks use, and what a module author needs
+to test against a real server.
+
+  server    an in-process server on port 0 (`running_server`), a raw
+            protocol client with a mirror (`connect`, `connect_admin`), a
+            ready table (`create_table`), a server in a child process
+            (`start_subprocess_server`)
+
+The rules engine's own helpers (a scripted-dice table, sample sheets) are in
+`rules.testing`; the fake clock is `sync_server.clock.FakeClock`.
+"""
