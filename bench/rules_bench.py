@@ -16,16 +16,7 @@ import statistics
 import time
 
 from rules import Actor, Refused, Room, SeededDice, apply, diff, new_room
-from tests.helpers.table import stable_room
-
-SHEET = {
-    "level": 3,
-    "pv_max": 20,
-    "pe_max": 15,
-    "pp_max": 6,
-    "medicine": 5,
-    "abilities": {"str": 10, "dex": 14, "con": 14, "int": 10, "wis": 12, "cha": 8},
-}
+from rules.testing import SHEET, stable_room
 
 
 def typical_table() -> tuple[Room, Actor]:
