@@ -32,7 +32,9 @@ from rules.validate import (
     NAME,
     ORDER,
     OWNER,
-    POOL,
+    PE,
+    PP,
+    PV,
     PV_MAX,
     REST,
     ROLE,
@@ -63,6 +65,9 @@ class OpSpec:
     users: tuple[str, ...] = ()  # arguments that name users ("set.owner" looks inside `set`)
     # Argument checks that need several arguments at once (still invalid_args).
     check: Callable[[dict[str, Any]], None] | None = None
+    # The room's bounds (v1.1, Bounds): checks that need the room's state
+    # but are still `invalid_args`, so they run with the argument checks.
+    bounds: Callable[[Room, dict[str, Any]], None] | None = None
     # D6: may this op target a dead character (the `chars` arguments)?
     on_dead: bool = False
 
@@ -89,6 +94,7 @@ OPS: dict[str, OpSpec] = {
         {"name": Arg(NAME), "role": Arg(ROLE)},
         G,
         lambda ctx, a: roster.add_user(ctx, a["name"], a["role"]),
+        bounds=roster.room_has_space_for_a_user,
     ),
     "remove_user": OpSpec(
         {"user": Arg(ID)}, G, lambda ctx, a: roster.remove_user(ctx, a["user"]), users=("user",)
@@ -101,19 +107,20 @@ OPS: dict[str, OpSpec] = {
             "name": Arg(NAME),
             "level": Arg(LEVEL),
             "pv_max": Arg(PV_MAX),
-            "pe_max": Arg(POOL),
-            "pp_max": Arg(POOL),
+            "pe_max": Arg(PE),
+            "pp_max": Arg(PP),
             "abilities": Arg(ABILITY_SCORES),
             "medicine": Arg(SKILL),
             "owner": optional(OWNER),
             "id": optional(ID),
-            "pv": optional(POOL),
-            "pe": optional(POOL),
-            "pp": optional(POOL),
+            "pv": optional(PV),
+            "pe": optional(PE),
+            "pp": optional(PP),
         },
         G,
         roster.add_character,
         users=("owner",),
+        bounds=roster.room_has_space_for_a_character,
     ),
     "update_character": OpSpec(
         {"char": Arg(ID), "set": Arg(CORRECTIONS)},
@@ -284,6 +291,8 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
     a = check_args(op, spec.args, args)
     if spec.check is not None:
         spec.check(a)
+    if spec.bounds is not None:
+        spec.bounds(room, a)
     chars = _named(a, spec.chars)
     for cid in chars:
         if cid not in room.characters:
@@ -298,7 +307,7 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
             if c.condition == "dead":
                 raise RuleBroken(f"{c.name} is dead (D6)")
     ctx = Ctx(room.copy(), dice, actor)
-    spec.handler(ctx, a)
+    spec.handler(ctx, a)  # Ctx.emit refuses past MAX_EVENTS: the room is a copy
     return Outcome(ctx.room, ctx.events, ctx.result)
 
 

@@ -309,12 +309,32 @@ def test_T2_one_jump_equals_many_steps_for_the_same_dice(steps):
         fired += [e for e in t.events if e["kind"] != "clock"]
     assert sum(steps) == 30 * HOUR
     assert state(t) == state(ref)
-    assert fired == ref_events
+    # The same events, except that the steps may cut a run of dying losses
+    # into several events (T2's collapse): those add up to the same.
+    assert _without_dying_losses(fired) == _without_dying_losses(ref_events)
+    assert _dying_totals(fired) == _dying_totals(ref_events)
     assert t.dice.used == ref.dice.used
     ats = [e["at"] for e in fired]
     assert ats == sorted(ats)  # chronological order
-    assert len(ref_events) >= 30
+    assert len(ref_events) >= 25
     ok(t)
+
+
+def _is_dying_loss(e: dict) -> bool:
+    return e["kind"] == "pp" and e["cause"] == "dying"
+
+
+def _without_dying_losses(events: list[dict]) -> list[dict]:
+    return [e for e in events if not _is_dying_loss(e)]
+
+
+def _dying_totals(events: list[dict]) -> dict[str, tuple[int, int, int]]:
+    """Per character: PP lost to D5, rounds covered, instant of the last loss."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for e in filter(_is_dying_loss, events):
+        pp, rounds, _ = out.get(e["char"], (0, 0, 0))
+        out[e["char"]] = (pp - e["delta"], rounds + e["rounds"], e["at"])
+    return out
 
 
 def test_T2_ties_at_one_instant_go_in_character_order():
@@ -414,7 +434,8 @@ def test_T2_cost_follows_the_firings_not_the_seconds():
         None,
     )
     assert t.dice.rolls == [] and len(t.dice.used) == 8
-    assert len(t.events) == 1 + 7 + 10 + 2  # clock; D: 6 pp, death; S: 8 rolls, L2; R
+    # clock; D: its six losses in one event, death; S: 8 rolls, L2; R
+    assert len(t.events) == 1 + 2 + 10 + 2
     refused(t, InvalidArgs, "advance_clock", seconds=MAX_ADVANCE + 1)
 
 
