@@ -201,6 +201,21 @@ def test_D5_v11_round_seconds_change_leaves_in_combat_losses_to_the_turns():
     assert t.char(a).dying_next == 1200
 
 
+def test_S4_round_seconds_change_moves_a_pending_out_of_combat_reset():
+    """S4 (engine ruling beside the v1.1 one, docs/rules.md): outside combat
+    the round that frees the allowance is measured with the round length in
+    force when it falls due, so a longer round delays a pending reset."""
+    t = Table()
+    a = t.add()
+    t.down(a)
+    t.do("stabilize", char=a)  # at 0: free at 6 with 6-second rounds
+    t.do("update_room", round_seconds=60)
+    t.do("advance_clock", seconds=59)
+    refused(t, RuleBroken, "stay_in_fight", char=a)
+    t.do("advance_clock", seconds=1)  # 60
+    t.do("stay_in_fight", char=a)
+
+
 # ------------------------------------------- S3/S4 once per the own turn cycle
 
 
