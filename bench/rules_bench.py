@@ -21,7 +21,7 @@ import statistics
 import time
 
 from rules import Actor, Dice, Refused, Room, SeededDice, apply, diff, new_room
-from rules.testing import SHEET, Table, stable_room
+from rules.testing import SHEET, AlwaysDice, Table, infirmary, stable_room
 from rules.validate import MAX_ADVANCE, MAX_CHARACTERS, MAX_EVENTS, MAX_ORDER, MAX_PP
 
 HOUR = 3600
@@ -105,28 +105,6 @@ def bench_dying_advance(seconds: int, t: Table) -> float:
 # ---------------------------------------------------------------- worst cases within the bounds
 
 
-class Always:
-    """Every natural a 10: a Con 10 patient whose healer has Medicine +5
-    stays stable at every hourly check (the most events eight hours make)."""
-
-    def d20(self) -> int:
-        return 10
-
-
-def infirmary() -> Table:
-    """MAX_CHARACTERS characters: one healer tending all the others, who are
-    stable at 0 PV; with `Always`, each makes its eight checks with the
-    healer's roll, then wakes (L2): 19 events a patient."""
-    t = Table()
-    con10 = {**SHEET["abilities"], "con": 10}
-    healer = t.add("Healer", abilities=con10)
-    for i in range(MAX_CHARACTERS - 1):
-        p = t.add(f"P{i}", abilities=con10)
-        t.stabilised(p)
-        t.do("tend", char=healer, patient=p)
-    return t
-
-
 def resting_camp() -> Table:
     """MAX_ORDER characters each in a rest, all thrown into one combat."""
     t = Table()
@@ -159,7 +137,7 @@ def worst_cases() -> list[tuple[str, Table, str, dict, Dice]]:
     return [
         (
             f"advance_clock a century, {MAX_CHARACTERS - 1} tended patients staying stable",
-            inf, "advance_clock", {"seconds": MAX_ADVANCE}, Always(),
+            inf, "advance_clock", {"seconds": MAX_ADVANCE}, AlwaysDice(10),
         ),
         (
             f"advance_clock a century, {MAX_CHARACTERS} dying with {MAX_PP} PP, 1 s rounds",

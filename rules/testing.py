@@ -25,6 +25,7 @@ from rules.context import Actor
 from rules.dice import ScriptedDice
 from rules.engine import Outcome, apply, new_room
 from rules.model import ABILITIES, Character, Room
+from rules.validate import MAX_CHARACTERS
 
 # A level-3 sheet: PV 20, PE 15, PP 6, Con 14 (+2), Medicine +5.
 SHEET: dict[str, Any] = {
@@ -119,3 +120,32 @@ def stable_room(n: int, con: int = 10, healer_medicine: int | None = None) -> Ro
             patient.healer = healer.id
     room.next_seq = 2 * n + 1
     return room
+
+
+class AlwaysDice:
+    """Dice that always roll the same natural. With 10, every hourly check
+    of a Con 10 patient whose healer has Medicine +5 is a "stay" (the healer
+    succeeds with 15, the patient makes 10 + 2 = 12): the most events eight
+    hours can make (see `infirmary`)."""
+
+    def __init__(self, natural: int = 10) -> None:
+        self.natural = natural
+
+    def d20(self) -> int:
+        return self.natural
+
+
+def infirmary() -> Table:
+    """The room within the bounds whose clock advance emits the most events:
+    MAX_CHARACTERS characters, one healer (Medicine +5) tending all the
+    others, stable at 0 PV since second 0, all Con 10; built by ordinary
+    commands. With `AlwaysDice(10)` each patient makes its eight checks with
+    the healer's roll, then wakes (L2) and its tending ends: 19 events."""
+    t = Table()
+    con10 = {**SHEET["abilities"], "con": 10}
+    healer = t.add("Healer", abilities=con10)
+    for i in range(MAX_CHARACTERS - 1):
+        p = t.add(f"P{i}", abilities=con10)
+        t.stabilised(p)
+        t.do("tend", char=healer, patient=p)
+    return t

@@ -19,21 +19,8 @@ from rules.validate import (
     MAX_PV,
     MAX_USERS,
 )
-from tests.helpers.table import SHEET, Table, stable_room
+from tests.helpers.table import SHEET, AlwaysDice, Table, infirmary, stable_room
 from tests.rules.rulekit import HOUR, ok, refused
-
-
-class Always:
-    """Dice that always roll the same natural: with 10, every hourly check of
-    a Con 10 patient whose healer has Medicine +5 is a "stay" (15 succeeds,
-    10 + 2 = 12), the most events eight hours can make."""
-
-    def __init__(self, natural: int) -> None:
-        self.natural = natural
-
-    def d20(self) -> int:
-        return self.natural
-
 
 # ---------------------------------------------------------------- sheet maxima
 
@@ -119,26 +106,12 @@ def test_Bounds_v11_users_per_room():
 # ---------------------------------------------------------------- events per command
 
 
-def _full_infirmary() -> Table:
-    """The room within the bounds whose clock advance emits the most events:
-    MAX_CHARACTERS characters, all stable at 0 and tended by one healer,
-    built by ordinary commands."""
-    t = Table()
-    healer = t.add("Healer", abilities={**SHEET["abilities"], "con": 10})
-    for i in range(MAX_CHARACTERS - 1):
-        p = t.add(f"P{i}", abilities={**SHEET["abilities"], "con": 10})
-        t.stabilised(p)
-        t.do("tend", char=healer, patient=p)
-    assert len(t.room.characters) == MAX_CHARACTERS
-    return t
-
-
 def test_Bounds_v11_the_worst_advance_within_the_bounds_stays_under_the_event_bound():
     """Bounds v1.1: MAX_EVENTS refuses no command a room within the other
     bounds can send: the worst advance (every patient stays stable each hour,
     with its healer's roll, then wakes by L2) emits 19 events per patient."""
-    t = _full_infirmary()
-    t.dice = Always(10)
+    t = infirmary()
+    t.dice = AlwaysDice(10)
     t.do("advance_clock", seconds=8 * HOUR)
     patients = MAX_CHARACTERS - 1
     assert len(t.events) == 1 + 19 * patients <= MAX_EVENTS
@@ -154,7 +127,7 @@ def test_Bounds_v11_a_command_past_the_event_bound_is_refused_and_changes_nothin
     t = Table()
     t.room = stable_room(300, con=10, healer_medicine=5)
     t.gm = Actor("u1", "gm")
-    t.dice = Always(10)
+    t.dice = AlwaysDice(10)
     err = refused(t, InvalidArgs, "advance_clock", seconds=8 * HOUR)
     assert str(MAX_EVENTS) in err.message and "shorter steps" in err.message
     for hour in range(1, 9):
