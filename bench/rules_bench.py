@@ -5,27 +5,27 @@
 - commands per second on a typical table (6 characters, mixed commands),
   for `apply` alone and with the server's per-command work (to_dict + diff);
 - the cost of advance_clock over 8 hours vs 1 year with 100 stable
-  characters (T2: the cost follows the rule firings, not the seconds).
+  characters, and with 100 dying ones (T2: the cost follows the rule
+  firings, not the seconds; D5's repeated losses are one firing);
+- the worst command we can build within the bounds of rules/validate.py
+  (RULES.md v1.1, Bounds): its time, events and patch size, since a
+  command's rules evaluation holds the server's event loop.
 Medians of --repeat runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 
-from rules import Actor, Refused, Room, SeededDice, apply, diff, new_room
-from rules.testing import stable_room
+from rules import Actor, Dice, Refused, Room, SeededDice, apply, diff, new_room
+from rules.testing import SHEET, AlwaysDice, Table, infirmary, stable_room
+from rules.validate import MAX_ADVANCE, MAX_CHARACTERS, MAX_EVENTS, MAX_ORDER, MAX_PP
 
-SHEET = {
-    "level": 3,
-    "pv_max": 20,
-    "pe_max": 15,
-    "pp_max": 6,
-    "medicine": 5,
-    "abilities": {"str": 10, "dex": 14, "con": 14, "int": 10, "wis": 12, "cha": 8},
-}
+HOUR = 3600
+YEAR = 365 * 24 * HOUR
 
 
 def typical_table() -> tuple[Room, Actor]:
@@ -87,6 +87,110 @@ def bench_advance(seconds: int, n: int = 100) -> float:
     return time.perf_counter() - t0
 
 
+def dying_room(n: int, pp: int, round_seconds: int) -> Table:
+    """`n` characters dying out of combat with `pp` PP each, all since the
+    same instant (their losses tie and go in character order)."""
+    t = Table(round_seconds=round_seconds)
+    for i in range(n):
+        t.down(t.add(f"D{i}", pp_max=pp))
+    return t
+
+
+def bench_dying_advance(seconds: int, t: Table) -> float:
+    t0 = time.perf_counter()
+    apply(t.room, "advance_clock", {"seconds": seconds}, t.gm, SeededDice(3))
+    return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- worst cases within the bounds
+
+
+def resting_camp() -> Table:
+    """MAX_ORDER characters each in a rest, all thrown into one combat."""
+    t = Table()
+    for i in range(MAX_ORDER):
+        c = t.add(f"R{i}")
+        t.do("rest", char=c, kind="bed")
+    return t
+
+
+def last_turn_of_a_full_round() -> Table:
+    """A combat of MAX_ORDER dying combatants at the last one's turn, the
+    round's six seconds of world time still to run."""
+    t = Table()
+    ids = [t.add(f"C{i}", pp_max=MAX_PP) for i in range(MAX_ORDER)]
+    t.do("combat_start", order=ids)
+    for c in ids:
+        t.down(c)
+    for c in ids[:-1]:
+        t.do("end_turn", char=c)
+    return t
+
+
+def worst_cases() -> list[tuple[str, Table, str, dict, Dice]]:
+    inf = infirmary()
+    dying = dying_room(MAX_CHARACTERS, MAX_PP, 1)
+    camp = resting_camp()
+    order = list(camp.room.characters)
+    last = last_turn_of_a_full_round()
+    healer = next(iter(inf.room.characters))
+    return [
+        (
+            f"advance_clock a century, {MAX_CHARACTERS - 1} tended patients staying stable",
+            inf, "advance_clock", {"seconds": MAX_ADVANCE}, AlwaysDice(10),
+        ),
+        (
+            f"advance_clock a century, {MAX_CHARACTERS} dying with {MAX_PP} PP, 1 s rounds",
+            dying, "advance_clock", {"seconds": MAX_ADVANCE}, SeededDice(1),
+        ),
+        (
+            f"combat_start, {MAX_ORDER} characters resting",
+            camp, "combat_start", {"order": order}, SeededDice(1),
+        ),
+        (
+            f"end_turn closing a round of {MAX_ORDER} dying combatants",
+            last, "end_turn", {"char": last.room.combat.order[-1]}, SeededDice(1),
+        ),
+        (
+            f"remove_character, the healer of {MAX_CHARACTERS - 1} patients",
+            inf, "remove_character", {"char": healer}, SeededDice(1),
+        ),
+    ]  # fmt: skip
+
+
+def bench_command(t: Table, op: str, args: dict, dice: Dice) -> tuple[float, float, int, int]:
+    """(apply seconds, apply + to_dict + diff seconds, events, patch bytes as
+    JSON): the second is what the server's event loop does per command."""
+    old = t.room.to_dict()
+    t0 = time.perf_counter()
+    out = apply(t.room, op, args, t.gm, dice)
+    t1 = time.perf_counter()
+    ops = diff(old, out.room.to_dict(since=(t.room, old)))
+    t2 = time.perf_counter()
+    size = len(json.dumps({"ops": ops, "events": out.events}))
+    return t1 - t0, t2 - t0, len(out.events), size
+
+
+def report_worst(repeat: int) -> None:
+    med = statistics.median
+    print(
+        f"worst commands within the bounds (rules/validate.py: {MAX_CHARACTERS} characters,"
+        f" {MAX_ORDER} combatants, PP <= {MAX_PP}, <= {MAX_EVENTS} events), median of {repeat}:"
+    )
+    rows = []
+    for label, t, op, args, dice in worst_cases():
+        runs = [bench_command(t, op, args, dice) for _ in range(repeat)]
+        rows.append((med(r[1] for r in runs), label, med(r[0] for r in runs), runs[0]))
+    for total, label, apply_s, (_, _, events, size) in rows:
+        print(f"  {label}")
+        print(
+            f"    apply {apply_s * 1e3:7.2f} ms, + to_dict + diff {total * 1e3:7.2f} ms;"
+            f" {events:5d} events, patch {size / 1024:6.0f} KiB as JSON"
+        )
+    worst = max(rows)
+    print(f"  worst: {worst[0] * 1e3:.2f} ms ({worst[1]})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,8 +201,12 @@ def main() -> None:
     med = statistics.median
     apply_only = med(bench_commands(ns.commands, False) for _ in range(ns.repeat))
     with_diff = med(bench_commands(ns.commands, True) for _ in range(ns.repeat))
-    h8 = med(bench_advance(8 * 3600) for _ in range(ns.repeat))
-    year = med(bench_advance(365 * 24 * 3600) for _ in range(ns.repeat))
+    h8 = med(bench_advance(8 * HOUR) for _ in range(ns.repeat))
+    year = med(bench_advance(YEAR) for _ in range(ns.repeat))
+    # 10-minute rounds: eight hours cost each 48 of its 100 PP, a year kills it.
+    dying = dying_room(100, MAX_PP, 600)
+    d8 = med(bench_dying_advance(8 * HOUR, dying) for _ in range(ns.repeat))
+    dyear = med(bench_dying_advance(YEAR, dying) for _ in range(ns.repeat))
     print(f"rules engine, typical table (6 characters, mixed commands), median of {ns.repeat}:")
     for label, rate in (("apply only", apply_only), ("apply + to_dict + diff", with_diff)):
         print(f"  {label:24} {rate:10,.0f} commands/s  ({1e6 / rate:6.1f} us/command)")
@@ -106,6 +214,11 @@ def main() -> None:
     print(f"  8 hours:  {h8 * 1e3:8.2f} ms")
     print(f"  1 year:   {year * 1e3:8.2f} ms")
     print(f"  ratio 1 year / 8 hours: {year / h8:.2f}x  (target <= 2x)")
+    print(f"advance_clock with 100 dying characters ({MAX_PP} PP, 10-minute rounds):")
+    print(f"  8 hours:  {d8 * 1e3:8.2f} ms  (48 losses each, one event each)")
+    print(f"  1 year:   {dyear * 1e3:8.2f} ms  (100 losses and death each, two events each)")
+    print(f"  ratio 1 year / 8 hours: {dyear / d8:.2f}x  (target <= 2x)")
+    report_worst(ns.repeat)
 
 
 if __name__ == "__main__":

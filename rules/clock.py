@@ -6,6 +6,20 @@ instant of its next timed rule (`TIMERS`), fires them in chronological order
 character that just changed. Its cost grows with the firings, never with the
 seconds crossed, and one jump equals many small steps for the same dice
 because every rule fires at its own instant.
+
+The one rule that could fire without bound is D5's out-of-combat loss (one
+PP per round for as long as the character has PP). Its repeats are
+collapsed: one firing covers every loss due before the advance ends or the
+character dies, and reports them in one `pp` event with `rounds`. That is
+exact, not an approximation, because nothing can come between two of those
+losses: they use no dice and change only that character; a dying character
+has no stability check (it is not stable) and no rest (it is not conscious);
+its only other timer, the S3/S4 allowance reset, neither reads nor changes
+PP or the condition (and dying clears it), so its place among the losses
+changes nothing; and no other character's rule touches a dying one (a dying
+character tends nobody and is tended by nobody). The collapsed firing is
+placed at the instant of the last loss it covers, so events stay in
+chronological order.
 """
 
 from __future__ import annotations
@@ -22,28 +36,48 @@ from rules.stability import next_check, stability_check
 from rules.stabilizing import reset_allowance
 
 
-def _dying_due(room: Room, c: Character) -> int | None:
-    return c.dying_next if c.condition == "dying" else None
+def dying_rounds(room: Room, c: Character, until: int) -> int:
+    """D5 out of combat: how many of `c`'s PP losses fall in
+    [c.dying_next, until], stopping at the one that kills (PP reaching 0,
+    or the next loss of one already at 0 PP). At least 1: the first is due."""
+    assert c.dying_next is not None and c.dying_next <= until
+    due = (until - c.dying_next) // room.round_seconds + 1
+    return min(due, max(c.pp, 1))
+
+
+def _dying_due(room: Room, c: Character, end: int) -> int | None:
+    """The instant of the last loss this advance covers (see the module's
+    docstring), or of the next one when it falls after the advance."""
+    if c.condition != "dying" or c.dying_next is None:
+        return None
+    if c.dying_next > end:
+        return c.dying_next
+    return c.dying_next + (dying_rounds(room, c, end) - 1) * room.round_seconds
 
 
 def _fire_dying(ctx: Ctx, c: Character) -> None:
-    """D5 out of combat: 1 PP per full round of world time."""
+    """D5 out of combat: 1 PP per full round of world time, every round due
+    by now (`room.clock`, the last loss's instant) in one step. Later rounds
+    use the current round length; the loss already scheduled keeps its
+    instant (v1.1 ruling on round_seconds changed while dying)."""
+    room = ctx.room
     assert c.dying_next is not None
-    nxt = c.dying_next + ctx.room.round_seconds
-    lose_pp(ctx, c, "dying")
+    rounds = dying_rounds(room, c, room.clock)
+    nxt = c.dying_next + rounds * room.round_seconds
+    lose_pp(ctx, c, "dying", rounds)
     if c.condition == "dying":
         c.dying_next = nxt
 
 
-def _stability_due(room: Room, c: Character) -> int | None:
+def _stability_due(room: Room, c: Character, end: int) -> int | None:
     return next_check(c)
 
 
-def _rest_due(room: Room, c: Character) -> int | None:
+def _rest_due(room: Room, c: Character, end: int) -> int | None:
     return None if c.activity is None else c.activity.ends
 
 
-def _allowance_due(room: Room, c: Character) -> int | None:
+def _allowance_due(room: Room, c: Character, end: int) -> int | None:
     if not c.regained_this_turn or c.regained_at is None:
         return None
     return c.regained_at + room.round_seconds
@@ -51,8 +85,10 @@ def _allowance_due(room: Room, c: Character) -> int | None:
 
 # Tie order at one instant for one character (T2): dying loss, then the
 # stability check, then rest completion; the S4 allowance reset last.
+# `due(room, c, end)` gets the advance's end for the collapsed D5 run.
 TIMERS: tuple[
-    tuple[str, Callable[[Room, Character], int | None], Callable[[Ctx, Character], None]], ...
+    tuple[str, Callable[[Room, Character, int], int | None], Callable[[Ctx, Character], None]],
+    ...,
 ] = (
     ("dying", _dying_due, _fire_dying),
     ("stability", _stability_due, stability_check),
@@ -71,7 +107,7 @@ def advance(ctx: Ctx, seconds: int) -> None:
 
     def schedule(c: Character) -> None:
         for rank, (_, due, _) in enumerate(TIMERS):
-            t = due(room, c)
+            t = due(room, c, end)
             if t is not None and t <= end:
                 heapq.heappush(heap, (t, c.seq, rank, c.id))
 
@@ -81,7 +117,7 @@ def advance(ctx: Ctx, seconds: int) -> None:
         t, _, rank, cid = heapq.heappop(heap)
         c = room.characters.get(cid)
         _, due, fire = TIMERS[rank]
-        if c is None or due(room, c) != t:
+        if c is None or due(room, c, end) != t:
             continue  # stale: the character changed since this was scheduled
         c = ctx.edit(cid)
         room.clock = max(room.clock, t)

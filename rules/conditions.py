@@ -85,12 +85,20 @@ def stop_tending_by(ctx: Ctx, healer: Character, cause: str) -> None:
             ctx.emit("tend", char=healer.id, patient=p.id, outcome="end", cause=cause)
 
 
-def lose_pp(ctx: Ctx, c: Character, cause: str) -> None:
+def lose_pp(ctx: Ctx, c: Character, cause: str, rounds: int | None = None) -> None:
     """D5: a dying character loses 1 PP and dies when its PP fall to 0;
-    one already at 0 PP dies the next time it would lose one (ruling)."""
+    one already at 0 PP dies the next time it would lose one (ruling).
+
+    `rounds` is the scheduler's collapsed run of out-of-combat losses (T2):
+    that many rounds' losses at once, reported as one `pp` event that says
+    how many rounds it covers. The run never goes past the loss that kills
+    (the clock computes it so), hence at most `max(pp, 1)` rounds."""
+    n = 1 if rounds is None else rounds
+    assert 1 <= n <= max(c.pp, 1), "engine bug: a run of losses past the one that kills"
     if c.pp > 0:
-        c.pp -= 1
-        ctx.emit("pp", char=c.id, delta=-1, cause=cause)
+        c.pp -= n
+        extra = {} if rounds is None else {"rounds": rounds}
+        ctx.emit("pp", char=c.id, delta=-n, cause=cause, **extra)
         if c.pp > 0:
             return
     become(ctx, c, "dead", "damage" if cause == "damage" else "dying")

@@ -13,8 +13,9 @@ import attrs
 
 from rules.dice import Dice
 from rules.effects import Effect
-from rules.errors import NotFound
+from rules.errors import InvalidArgs, NotFound
 from rules.model import Character, Room
+from rules.validate import MAX_EVENTS
 
 
 @attrs.frozen
@@ -69,6 +70,14 @@ class Ctx:
             self.owned.add("users")
 
     def emit(self, kind: str, **fields: Any) -> None:
+        """Add an event to the command's log. Past MAX_EVENTS the command is
+        refused (`invalid_args`, v1.1 Bounds) at once, which also stops its
+        work: the handler changed only this context's copy of the room."""
+        if len(self.events) >= MAX_EVENTS:
+            raise InvalidArgs(
+                f"this command would emit more than {MAX_EVENTS} events, the most one change"
+                " may carry; for a clock advance, advance in shorter steps"
+            )
         event = {"kind": kind, **fields}
         if self.at is not None:
             event["at"] = self.at

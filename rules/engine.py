@@ -33,7 +33,9 @@ from rules.validate import (
     NAME,
     ORDER,
     OWNER,
-    POOL,
+    PE,
+    PP,
+    PV,
     PV_MAX,
     REST,
     ROLE,
@@ -64,6 +66,9 @@ class OpSpec:
     users: tuple[str, ...] = ()  # arguments that name users ("set.owner" looks inside `set`)
     # Argument checks that need several arguments at once (still invalid_args).
     check: Callable[[dict[str, Any]], None] | None = None
+    # The room's bounds (v1.1, Bounds): checks that need the room's state
+    # but are still `invalid_args`, so they run with the argument checks.
+    bounds: Callable[[Room, dict[str, Any]], None] | None = None
     # D6: may this op target a dead character (the `chars` arguments)?
     on_dead: bool = False
     # May `undo` revert it? User and token commands cannot be undone: a
@@ -100,6 +105,7 @@ OPS: dict[str, OpSpec] = {
         G,
         lambda ctx, a: roster.add_user(ctx, a["name"], a["role"]),
         undoable=False,
+        bounds=roster.room_has_space_for_a_user,
     ),
     "remove_user": OpSpec(
         {"user": Arg(ID)},
@@ -120,19 +126,20 @@ OPS: dict[str, OpSpec] = {
             "name": Arg(NAME),
             "level": Arg(LEVEL),
             "pv_max": Arg(PV_MAX),
-            "pe_max": Arg(POOL),
-            "pp_max": Arg(POOL),
+            "pe_max": Arg(PE),
+            "pp_max": Arg(PP),
             "abilities": Arg(ABILITY_SCORES),
             "medicine": Arg(SKILL),
             "owner": optional(OWNER),
             "id": optional(ID),
-            "pv": optional(POOL),
-            "pe": optional(POOL),
-            "pp": optional(POOL),
+            "pv": optional(PV),
+            "pe": optional(PE),
+            "pp": optional(PP),
         },
         G,
         roster.add_character,
         users=("owner",),
+        bounds=roster.room_has_space_for_a_character,
     ),
     "update_character": OpSpec(
         {"char": Arg(ID), "set": Arg(CORRECTIONS)},
@@ -303,6 +310,8 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
     a = check_args(op, spec.args, args)
     if spec.check is not None:
         spec.check(a)
+    if spec.bounds is not None:
+        spec.bounds(room, a)
     chars = _named(a, spec.chars)
     for cid in chars:
         if cid not in room.characters:
@@ -317,7 +326,7 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
             if c.condition == "dead":
                 raise RuleBroken(f"{c.name} is dead (D6)")
     ctx = Ctx(room.copy(), dice, actor)
-    spec.handler(ctx, a)
+    spec.handler(ctx, a)  # Ctx.emit refuses past MAX_EVENTS: the room is a copy
     return Outcome(ctx.room, ctx.events, ctx.result, tuple(ctx.effects), spec.undoable)
 
 

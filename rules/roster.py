@@ -11,14 +11,33 @@ from rules.context import Ctx
 from rules.effects import EndSessions, IssueToken, RevokeToken
 from rules.errors import Conflict, InvalidArgs, NotFound, RuleBroken
 from rules.invariants import character_violations
-from rules.model import ABILITIES, Character, User
-from rules.validate import MAX_QUEUED_ROLLS
+from rules.model import ABILITIES, Character, Room, User
+from rules.validate import MAX_CHARACTERS, MAX_QUEUED_ROLLS, MAX_USERS
 
 
 def _owner(ctx: Ctx, owner: str | None) -> str | None:
     if owner is not None and owner not in ctx.room.users:
         raise NotFound(f"no user {owner!r} in this room")
     return owner
+
+
+def room_has_space_for_a_character(room: Room, a: dict[str, Any]) -> None:
+    """Bounds (v1.1): at most MAX_CHARACTERS per room; `invalid_args`, checked
+    with the arguments (before not_found and forbidden)."""
+    if len(room.characters) >= MAX_CHARACTERS:
+        raise InvalidArgs(
+            f"this room already holds {len(room.characters)} characters, the most a room may"
+            f" hold ({MAX_CHARACTERS}); remove one before adding another"
+        )
+
+
+def room_has_space_for_a_user(room: Room, a: dict[str, Any]) -> None:
+    """Bounds (v1.1): at most MAX_USERS per room; `invalid_args` as above."""
+    if len(room.users) >= MAX_USERS:
+        raise InvalidArgs(
+            f"this room already has {len(room.users)} users, the most a room may have"
+            f" ({MAX_USERS}); remove one before adding another"
+        )
 
 
 def add_character(ctx: Ctx, a: dict[str, Any]) -> None:

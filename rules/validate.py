@@ -19,8 +19,38 @@ from rules.model import ABILITIES
 MAX_NAME = 100  # names show in a tracker row; longer is a mistake or abuse
 MAX_ID = 64  # ids travel in every patch path
 MAX_AMOUNT = 1_000_000  # far above any real hit; bounds arithmetic and storage
-MAX_LEVEL = 100  # levels above this are not a tabletop game any more
-MAX_POOL = 1_000_000  # PV/PE/PP maxima
+
+# The sheet's maxima (RULES.md v1.1, Bounds): values a real table uses, with
+# a wide margin, so that a typo (or a script) cannot make a sheet no game has.
+# Starfinder and Pathfinder stop at level 20; epic and house-ruled campaigns
+# go somewhat past it.
+MAX_LEVEL = 40
+# The toughest published creatures (Pathfinder's Tarrasque, 525 HP; the
+# CR 25 bosses of Starfinder, about 700) have hundreds of hit points, and a
+# level-20 character's Stamina is of the same order: ten times that.
+MAX_PV = 10_000
+MAX_PE = 10_000
+# Starfinder's Resolve at level 20 is about 20 (half the level plus the key
+# ability's modifier). Since T2 collapses repeated D5 losses, PP no longer
+# drive the cost of a clock advance; this bound is only what a table needs.
+MAX_PP = 100
+
+# The room's size (RULES.md v1.1, Bounds). A table is a GM, a handful of
+# players and some dozens of foes and NPCs per scene; a room keeps its cast
+# between scenes. 200 characters is also MAX_ORDER, so that every character
+# may join one combat. The cost of the heaviest command (a clock advance with
+# every character stable and tended: bench/rules_bench.py) follows this.
+MAX_CHARACTERS = 200
+# Users: a GM and a few players, and observers (a club watching, a streamed
+# game's guests); the users map travels in every welcome.
+MAX_USERS = 100
+# Events one command may emit. Within the bounds above a command emits at
+# most 19 per character (a clock advance: eight hourly checks, each with its
+# healer's roll, then the wake-up and the end of tending) plus a handful, so
+# this refuses only a room built past them (a state stored by an older
+# version); it bounds the patch every client receives and the work done.
+MAX_EVENTS = 5_000
+
 MIN_SCORE = 1  # a score of 0 is no living character: A2 would kill it at 0 Con damage
 MAX_SCORE = 100  # ability scores
 MAX_SKILL = 1_000  # medicine bonus, either sign
@@ -134,8 +164,10 @@ AMOUNT = _int(0, MAX_AMOUNT)
 BOOL = _bool
 D20 = _int(1, 20)
 LEVEL = _int(1, MAX_LEVEL)
-POOL = _int(0, MAX_POOL)
-PV_MAX = _int(1, MAX_POOL)
+PV = _int(0, MAX_PV)
+PV_MAX = _int(1, MAX_PV)  # a character with no PV at all cannot be conscious
+PE = _int(0, MAX_PE)
+PP = _int(0, MAX_PP)
 SKILL = _int(-MAX_SKILL, MAX_SKILL)
 ABILITY = _choice(*ABILITIES)
 ABILITY_SCORES = _abilities(MIN_SCORE, MAX_SCORE, partial=False)
@@ -165,12 +197,12 @@ CORRECTABLE: dict[str, Callable[[str, Any], Any]] = {
     "name": NAME,
     "owner": OWNER,
     "level": LEVEL,
-    "pv": POOL,
-    "pe": POOL,
-    "pp": POOL,
+    "pv": PV,
+    "pe": PE,
+    "pp": PP,
     "pv_max": PV_MAX,
-    "pe_max": POOL,
-    "pp_max": POOL,
+    "pe_max": PE,
+    "pp_max": PP,
     "abilities": ABILITY_SCORES_PARTIAL,
     "ability_damage": ABILITY_DAMAGE_PARTIAL,
     "medicine": SKILL,

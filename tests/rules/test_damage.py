@@ -259,11 +259,16 @@ def test_D5_out_of_combat_dying_loses_one_pp_per_full_round():
     assert t.char(a).pp == 6 and t.kinds("pp") == []
     t.do("advance_clock", seconds=1)  # 106: one full round
     assert t.char(a).pp == 5
-    assert t.kinds("pp") == [{"kind": "pp", "char": a, "delta": -1, "cause": "dying", "at": 106}]
+    assert t.kinds("pp") == [
+        {"kind": "pp", "char": a, "delta": -1, "cause": "dying", "rounds": 1, "at": 106}
+    ]
     t.do("advance_clock", seconds=13)  # 119: rounds ending at 112 and 118
     assert t.char(a).pp == 3
-    assert [e["at"] for e in t.kinds("pp")] == [112, 118]
-    assert t.room.clock == 119
+    # T2: the repeated losses of one advance are one event, at the last one.
+    assert t.kinds("pp") == [
+        {"kind": "pp", "char": a, "delta": -2, "cause": "dying", "rounds": 2, "at": 118}
+    ]
+    assert (t.room.clock, t.char(a).dying_next) == (119, 124)
     ok(t)
 
 
@@ -275,7 +280,10 @@ def test_D5_out_of_combat_pp_falling_to_zero_kills_at_once():
     t.do("advance_clock", seconds=600)
     c = t.char(a)
     assert (c.pp, c.condition) == (0, "dead")
-    assert [e["at"] for e in t.kinds("pp")] == [6, 12, 18, 24, 30, 36]
+    # Six rounds' losses (6, 12, ... 36) in one event at the last, the one that kills.
+    assert t.kinds("pp") == [
+        {"kind": "pp", "char": a, "delta": -6, "cause": "dying", "rounds": 6, "at": 36}
+    ]
     assert t.kinds("condition") == [
         {
             "kind": "condition",
@@ -420,7 +428,9 @@ def test_D5_not_in_the_order_loses_pp_by_world_time_during_combat():
     assert t.char(c).pp == 6
     t.do("end_turn", char=b)  # the round ends: clock 6
     assert (t.room.clock, t.char(c).pp) == (6, 5)
-    assert t.kinds("pp") == [{"kind": "pp", "char": c, "delta": -1, "cause": "dying", "at": 6}]
+    assert t.kinds("pp") == [
+        {"kind": "pp", "char": c, "delta": -1, "cause": "dying", "rounds": 1, "at": 6}
+    ]
 
 
 def test_D5_after_combat_counts_full_rounds_from_combat_end():

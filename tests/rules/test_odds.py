@@ -15,9 +15,28 @@ from fractions import Fraction
 import pytest
 
 from rules import Actor, SeededDice, apply
+from rules.model import Character
+from rules.validate import MAX_CHARACTERS
 from tests.helpers.table import stable_room
 
 N = 4000
+
+
+def after_eight_hours(con: int, healer: int | None, seed: int, nonlethal: bool = False):
+    """N stable patients, each 8 hours later, run in as many rooms as the
+    room bound (MAX_CHARACTERS, healers included) needs."""
+    per_room = MAX_CHARACTERS // (1 if healer is None else 2)
+    out: list[Character] = []
+    for i in range(0, N, per_room):
+        room = stable_room(min(per_room, N - i), con, healer)
+        for c in room.characters.values():
+            c.nonlethal = nonlethal and c.condition == "stable"
+        done = apply(
+            room, "advance_clock", {"seconds": 8 * 3600}, Actor("u1", "gm"), SeededDice(seed + i)
+        ).room
+        out += [c for c in done.characters.values() if c.id.startswith("s")]
+    assert len(out) == N
+    return out
 
 
 def p_at_least(threshold: int) -> Fraction:
@@ -51,28 +70,18 @@ def test_L1_L4_death_rate_matches_the_markov_chain(con, healer):
     """L1 (and L4 with a healer): the death rate over 8 hourly checks equals the exact chain."""
     con_mod = (con - 10) // 2
     expected = float(p_death(con_mod, healer))
-    room = stable_room(N, con, healer)
-    out = apply(
-        room,
-        "advance_clock",
-        {"seconds": 8 * 3600},
-        Actor("u1", "gm"),
-        SeededDice(con * 100 + (healer or 0)),
-    )
-    dead = sum(out.room.characters[f"s{i}"].condition == "dead" for i in range(N))
+    patients = after_eight_hours(con, healer, seed=(con * 100 + (healer or 0)) * N)
+    dead = sum(c.condition == "dead" for c in patients)
     sigma = math.sqrt(N * expected * (1 - expected))
     assert abs(dead - N * expected) <= 4 * sigma + 1, (dead, N * expected, sigma)
     # L2: after the eighth check nobody is left stable.
-    assert all(out.room.characters[f"s{i}"].condition != "stable" for i in range(N))
+    assert all(c.condition != "stable" for c in patients)
 
 
 def test_L5_nonlethal_never_dies_from_the_checks():
     """L5: a character downed by nonlethal damage never dies from L1."""
-    room = stable_room(500, 6, None)
-    for c in room.characters.values():
-        c.nonlethal = True
-    out = apply(room, "advance_clock", {"seconds": 8 * 3600}, Actor("u1", "gm"), SeededDice(7))
-    assert all(c.condition == "conscious" for c in out.room.characters.values())
+    patients = after_eight_hours(6, None, seed=7, nonlethal=True)
+    assert all(c.condition == "conscious" for c in patients)
     assert p_death(-2, None) > Fraction(1, 2)  # the same sheet would mostly die without L5
 
 

@@ -7,10 +7,22 @@ Default sheet: level 3, PV 20, PE 15, PP 6, Con 14 (+2), Medicine +5.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rules import Conflict, Forbidden, InvalidArgs, Room, RuleBroken, ScriptedDice
+from rules import (
+    Conflict,
+    Forbidden,
+    InvalidArgs,
+    Room,
+    RuleBroken,
+    ScriptedDice,
+    SeededDice,
+    apply,
+)
 from rules import clock as clock_module
-from rules.validate import MAX_ADVANCE
+from rules.stabilizing import stabilize_cost
+from rules.validate import MAX_ADVANCE, MAX_PP
 from tests.helpers.table import Table
 from tests.rules.rulekit import HOUR, ch, kill, knocked_out, no_at, ok, refused, state
 
@@ -309,12 +321,32 @@ def test_T2_one_jump_equals_many_steps_for_the_same_dice(steps):
         fired += [e for e in t.events if e["kind"] != "clock"]
     assert sum(steps) == 30 * HOUR
     assert state(t) == state(ref)
-    assert fired == ref_events
+    # The same events, except that the steps may cut a run of dying losses
+    # into several events (T2's collapse): those add up to the same.
+    assert _without_dying_losses(fired) == _without_dying_losses(ref_events)
+    assert _dying_totals(fired) == _dying_totals(ref_events)
     assert t.dice.used == ref.dice.used
     ats = [e["at"] for e in fired]
     assert ats == sorted(ats)  # chronological order
-    assert len(ref_events) >= 30
+    assert len(ref_events) >= 25
     ok(t)
+
+
+def _is_dying_loss(e: dict) -> bool:
+    return e["kind"] == "pp" and e["cause"] == "dying"
+
+
+def _without_dying_losses(events: list[dict]) -> list[dict]:
+    return [e for e in events if not _is_dying_loss(e)]
+
+
+def _dying_totals(events: list[dict]) -> dict[str, tuple[int, int, int]]:
+    """Per character: PP lost to D5, rounds covered, instant of the last loss."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for e in filter(_is_dying_loss, events):
+        pp, rounds, _ = out.get(e["char"], (0, 0, 0))
+        out[e["char"]] = (pp - e["delta"], rounds + e["rounds"], e["at"])
+    return out
 
 
 def test_T2_ties_at_one_instant_go_in_character_order():
@@ -414,7 +446,8 @@ def test_T2_cost_follows_the_firings_not_the_seconds():
         None,
     )
     assert t.dice.rolls == [] and len(t.dice.used) == 8
-    assert len(t.events) == 1 + 7 + 10 + 2  # clock; D: 6 pp, death; S: 8 rolls, L2; R
+    # clock; D: its six losses in one event, death; S: 8 rolls, L2; R
+    assert len(t.events) == 1 + 2 + 10 + 2
     refused(t, InvalidArgs, "advance_clock", seconds=MAX_ADVANCE + 1)
 
 
@@ -444,3 +477,165 @@ def test_T2_dead_and_conscious_characters_fire_nothing():
     assert after == before
     assert t.events == [{"kind": "clock", "from": 0, "to": 10 * HOUR}]
     assert a
+
+
+# ---------------------------------------------------------------- T2: D5's repeats collapsed
+
+
+def test_T2_D5_a_long_advance_collapses_the_dying_losses_into_one_event():
+    """T2 (v1.1 Bounds): the repeated D5 losses of one advance are one
+    computed step and one `pp` event saying how many rounds it covers, `at`
+    the last of them; PP reaching 0 kill at that instant. A century costs
+    what a minute does."""
+    t = Table(round_seconds=1)
+    a = t.add(pp_max=MAX_PP)
+    t.do("advance_clock", seconds=10)
+    t.down(a)  # losses at 11, 12, ...: the last PP at 10 + MAX_PP
+    t.do("advance_clock", seconds=MAX_ADVANCE)
+    last = 10 + MAX_PP
+    assert t.events == [
+        {"kind": "clock", "from": 10, "to": 10 + MAX_ADVANCE},
+        {"kind": "pp", "char": a, "delta": -MAX_PP, "cause": "dying", "rounds": MAX_PP,
+         "at": last},
+        {"kind": "condition", "char": a, "from": "dying", "to": "dead", "cause": "dying",
+         "at": last},
+    ]  # fmt: skip
+    assert (t.char(a).pp, t.char(a).dying_next) == (0, None)
+    ok(t)
+
+
+def test_T2_D5_the_collapse_stops_at_the_advance_end_and_the_next_loss_stays_scheduled():
+    """T2: a run cut by the advance's end covers the rounds inside it; the
+    next loss keeps its instant, so the following advance goes on from it."""
+    t = Table()
+    a = t.add(pp_max=MAX_PP)
+    t.down(a)  # losses at 6, 12, ...
+    t.do("advance_clock", seconds=6 * 40 + 5)  # 245: rounds 6 ... 240
+    assert t.kinds("pp") == [
+        {"kind": "pp", "char": a, "delta": -40, "cause": "dying", "rounds": 40, "at": 240}
+    ]
+    assert (t.char(a).pp, t.char(a).dying_next, t.char(a).condition) == (MAX_PP - 40, 246, "dying")
+    t.do("advance_clock", seconds=1)
+    assert t.kinds("pp") == [
+        {"kind": "pp", "char": a, "delta": -1, "cause": "dying", "rounds": 1, "at": 246}
+    ]
+
+
+def test_T2_D5_at_zero_pp_the_collapsed_step_is_the_one_loss_that_kills():
+    """T2 with D5's ruling: at 0 PP the next loss kills (no PP to lose: no pp
+    event), whatever the advance's length."""
+    t = Table()
+    a = t.add(pp=0)
+    t.down(a)
+    t.do("advance_clock", seconds=MAX_ADVANCE)
+    assert t.kinds("pp") == []
+    assert [(e["to"], e["at"]) for e in t.kinds("condition")] == [("dead", 6)]
+
+
+def test_T2_D5_collapsed_events_keep_the_chronological_order():
+    """T2: a collapsed run sits at the instant of its last loss among the
+    other rules' events: here another character's hourly checks fall inside
+    the run and come first; a third one's rest completes after."""
+    t = Table(round_seconds=60)
+    d, s, r = t.add("D", pp_max=MAX_PP), t.add("S"), t.add("R")
+    t.down(d)  # losses every minute from 60; its last PP at 6000
+    t.stabilised(s)  # checks at 3600, 7200, ...
+    t.do("damage", char=r, amount=3)
+    t.do("rest", char=r, kind="night")  # completes at 28800
+    t.dice.push(*[12] * 8)
+    t.do("advance_clock", seconds=8 * HOUR)
+    assert t.char(d).condition == "dead"
+    fired = [(e["kind"], e["char"], e["at"]) for e in t.events if "at" in e]
+    assert fired[:4] == [
+        ("roll", s, HOUR),
+        ("pp", d, 100 * 60),
+        ("condition", d, 100 * 60),
+        ("roll", s, 2 * HOUR),
+    ]
+    ats = [at for _, _, at in fired]
+    assert ats == sorted(ats)
+
+
+def test_T2_D5_an_allowance_reset_inside_the_run_gives_the_step_by_step_state():
+    """T2: the S3/S4 allowance reset of the same character falls inside its
+    run of losses (used at 12, back at 18); the collapsed step and a round by
+    round advance give the same state, and the allowance is back."""
+    t = Table()
+    a = t.add(pp_max=MAX_PP)
+    t.do("advance_clock", seconds=12)
+    t.down(a)
+    t.do("stabilize", char=a)  # S3 at 12: allowance back at 18
+    t.do("damage", char=a, amount=1)  # dying again (D3), next loss at 18
+    start = t.room
+    one = apply(start, "advance_clock", {"seconds": 600}, t.gm, t.dice)
+    step = start
+    losses = 0
+    for _ in range(100):
+        out = apply(step, "advance_clock", {"seconds": 6}, t.gm, t.dice)
+        step = out.room
+        losses += sum(1 for e in out.events if e["kind"] == "pp")
+    assert one.room.to_dict() == step.to_dict()
+    assert losses == 97  # 100 rounds, but its PP ran out at the 97th
+    c = one.room.characters[a]
+    assert (c.condition, c.regained_this_turn, c.regained_at) == ("dead", False, None)
+    assert [e["rounds"] for e in one.events if e["kind"] == "pp"] == [97]
+
+
+KINDS = ["dying", "dying_allowance", "stable", "resting", "idle"]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    round_seconds=st.sampled_from([1, 2, 6, 60]),
+    cast=st.lists(
+        st.tuples(st.integers(0, MAX_PP), st.sampled_from(KINDS), st.integers(0, 30)),
+        min_size=1,
+        max_size=5,
+    ),
+    steps=st.lists(st.integers(1, 300), min_size=1, max_size=12),
+    seed=st.integers(0, 2**32),
+)
+def test_T2_D5_collapsed_losses_equal_step_by_step(round_seconds, cast, steps, seed):
+    """T2: with dying characters of up to MAX_PP, short rounds, allowances
+    pending inside their runs, stable and resting neighbours: one long
+    advance gives the state of many small ones; each dying character gets at
+    most one loss event per advance; the PP it lost are the sum of its
+    events' deltas, in one jump and in steps, over the same rounds."""
+    t = Table(round_seconds=round_seconds)
+    t.dice = SeededDice(seed)
+    for i, (pp, kind, wait) in enumerate(cast):
+        if wait:
+            t.do("advance_clock", seconds=wait)
+        c = t.add(f"C{i}", pp_max=pp)
+        if kind.startswith("dying"):
+            t.down(c)
+            if kind == "dying_allowance" and pp >= stabilize_cost(t.char(c)):
+                t.do("stabilize", char=c)
+                t.do("damage", char=c, amount=1)
+        elif kind == "stable":
+            t.stabilised(c)
+        elif kind == "resting":
+            t.do("damage", char=c, amount=3)
+            t.do("rest", char=c, kind="short" if pp else "night")
+    start = t.room
+    one = apply(start, "advance_clock", {"seconds": sum(steps)}, t.gm, SeededDice(seed + 1))
+    many, dice, many_events = start, SeededDice(seed + 1), []
+    for s in steps:
+        out = apply(many, "advance_clock", {"seconds": s}, t.gm, dice)
+        many = out.room
+        many_events += out.events
+    assert one.room.to_dict() == many.to_dict()
+
+    one_losses = [e for e in one.events if _is_dying_loss(e)]
+    assert len({e["char"] for e in one_losses}) == len(one_losses)  # one event each
+    for cid, before in start.characters.items():
+        if before.condition != "dying":
+            continue
+        lost = before.pp - one.room.characters[cid].pp
+        for events in (one.events, many_events):
+            mine = [e for e in events if _is_dying_loss(e) and e["char"] == cid]
+            assert -sum(e["delta"] for e in mine) == lost
+            assert sum(e["rounds"] for e in mine) == lost  # one PP a round
+    assert _dying_totals(one.events) == _dying_totals(many_events)
+    ats = [e["at"] for e in one.events if "at" in e]
+    assert ats == sorted(ats)
