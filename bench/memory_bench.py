@@ -32,8 +32,9 @@ import msgpack
 from websockets.asyncio.client import connect
 
 import rules
-from bench.server_bench import MSGPACK
+from sync_server import protocol
 from sync_server.auth import hash_token
+from sync_server.protocol import MSGPACK
 from sync_server.sqlite_store import SqliteStorage
 from sync_server.storage import AdminRecord, VersionRecord
 
@@ -95,7 +96,7 @@ async def build_db(data: Path, n: int) -> None:
             ts=0.0,
             token_set=tuple((u, hash_token(token(rid, u))) for u in users[1:]),
         )
-        await store.commit(rid, [record], None)
+        await store.commit(rid, [record], None, 0)
 
     try:
         for start in range(0, n, 500):
@@ -139,8 +140,7 @@ async def open_clients(url: str, rooms: list[str], clients: int) -> list:
     for rid in rooms:
         for user in ([gm, *users[1:]] * clients)[:clients]:
             ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**20)
-            hello = {"t": "hello", "proto": 1, "token": token(rid, user), "room": rid}
-            await ws.send(msgpack.packb(hello))
+            await ws.send(msgpack.packb(protocol.hello(token(rid, user), rid)))
             welcome = msgpack.unpackb(await ws.recv())
             if welcome.get("t") != "welcome":
                 raise RuntimeError(f"no welcome: {welcome}")

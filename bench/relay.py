@@ -20,7 +20,9 @@ from collections import defaultdict
 import msgpack
 from websockets.asyncio.server import ServerConnection, serve
 
-MSGPACK, JSON = "vtt-sync.msgpack.v1", "vtt-sync.json.v1"
+from sync_server import protocol
+from sync_server.protocol import JSON, MSGPACK
+
 rooms: dict[str, set[ServerConnection]] = defaultdict(set)
 versions: dict[str, int] = defaultdict(int)
 PADDING = "x" * 120  # brings the patch to about 200 bytes
@@ -43,35 +45,29 @@ async def handler(ws: ServerConnection) -> None:
         await ws.send(
             encode(
                 proto,
-                {
-                    "t": "welcome",
-                    "room": room,
-                    "user": "u",
-                    "role": "gm",
-                    "v": versions[room],
-                    # The one path the patches below touch, so a client's
-                    # mirror can apply them (as against the real server).
-                    "state": {"characters": {"c1": {"pv": 0}}},
-                },
+                # The one path the patches below touch, so a client's mirror
+                # can apply them (as against the real server).
+                protocol.welcome(
+                    room, "u", "gm", versions[room], state={"characters": {"c1": {"pv": 0}}}
+                ),
             )
         )
         async for data in ws:
             cmd = decode(proto, data)
             versions[room] += 1
             v = versions[room]
-            patch = {
-                "t": "patch",
-                "v": v,
-                "by": "u",
-                "id": cmd.get("id"),
-                "ops": [["set", ["characters", "c1", "pv"], v % 20], ["set", ["pad"], PADDING]],
-                "events": [{"kind": "damage", "char": "c1", "amount": 1}],
-            }
+            patch = protocol.patch(
+                v,
+                [["set", ["characters", "c1", "pv"], v % 20], ["set", ["pad"], PADDING]],
+                [{"kind": "damage", "char": "c1", "amount": 1}],
+                "u",
+                cmd.get("id"),
+            )
             encoded = {p: encode(p, patch) for p in (MSGPACK, JSON)}
             for peer in list(rooms[room]):
                 with contextlib.suppress(Exception):  # a peer gone mid-send
                     await peer.send(encoded[JSON if peer.subprotocol == JSON else MSGPACK])
-            await ws.send(encode(proto, {"t": "ack", "id": cmd.get("id"), "v": v, "result": {}}))
+            await ws.send(encode(proto, protocol.ack(cmd.get("id"), {}, v=v)))
     finally:
         rooms[room].discard(ws)
 

@@ -29,8 +29,9 @@ import msgpack
 from websockets.asyncio.client import ClientConnection, connect
 
 from rules.patch import apply_ops
+from sync_server import protocol
+from sync_server.protocol import MSGPACK
 
-MSGPACK = "vtt-sync.msgpack.v1"
 ADMIN_TOKEN = "bench-admin-token-not-secret"
 SHEET = {
     "level": 3,
@@ -109,17 +110,14 @@ class Peer:
     async def command(self, cid: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
         fut = asyncio.get_running_loop().create_future()
         self.acks[cid] = fut
-        await self.ws.send(msgpack.packb({"t": "cmd", "id": cid, "op": op, "args": args}))
+        await self.ws.send(msgpack.packb(protocol.cmd(cid, op, args)))
         async with asyncio.timeout(30):
             return await fut
 
 
 async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnection, dict]:
     ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**20)
-    frame: dict[str, Any] = {"t": "hello", "proto": 1, "token": token}
-    if room is not None:
-        frame["room"] = room
-    await ws.send(msgpack.packb(frame))
+    await ws.send(msgpack.packb(protocol.hello(token, room)))
     welcome = msgpack.unpackb(await ws.recv())
     if welcome.get("t") != "welcome":
         raise RuntimeError(f"no welcome: {welcome}")

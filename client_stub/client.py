@@ -41,11 +41,13 @@ from client_stub.errors import (
     Unauthenticated,
 )
 from client_stub.mirror import GAP, Mirror
+from sync_server import protocol
+from sync_server.codec import CODECS
 
 log = logging.getLogger("vtt_sync.client")
 
-SUBPROTOCOLS = {"msgpack": "vtt-sync.msgpack.v1", "json": "vtt-sync.json.v1"}
-MAX_FRAME = 64 * 1024  # the server closes a connection sending more (1009)
+SUBPROTOCOLS = {"msgpack": protocol.MSGPACK, "json": protocol.JSON}
+MAX_FRAME = protocol.MAX_FRAME_BYTES  # the server closes a connection sending more (1009)
 _END = object()
 
 
@@ -119,7 +121,8 @@ class Client:
         }
         self._queues: dict[str, set[asyncio.Queue[Any]]] = {"patch": set(), "event": set()}
         self._change_waiters: list[asyncio.Future[None]] = []
-        self._history_waiters: list[tuple[int, asyncio.Future[list[dict[str, Any]]]]] = []
+        # history() requests by their sync id: (the version asked up to, the answer)
+        self._history_waiters: dict[str, tuple[int, asyncio.Future[list[dict[str, Any]]]]] = {}
         self._bg: set[asyncio.Task[Any]] = set()
 
     # --- public state -------------------------------------------------------
@@ -227,9 +230,7 @@ class Client:
             raise ClientClosed("client closed")
         payload = {**(args or {}), **kwargs}
         cid = cmd_id or self._next_id()
-        frame: dict[str, Any] = {"t": "cmd", "id": cid, "op": op, "args": payload}
-        if expect is not None:
-            frame["expect"] = expect
+        frame = protocol.cmd(cid, op, payload, expect)
         size = len(self._encode(frame))
         if size > MAX_FRAME:
             raise FrameTooBig(f"frame of {size} bytes exceeds {MAX_FRAME}", id=cid)
@@ -261,14 +262,15 @@ class Client:
         if since >= self.version:
             return []
         future: asyncio.Future[list[dict[str, Any]]] = asyncio.get_running_loop().create_future()
-        self._history_waiters.append((self.version, future))
-        await self._send({"t": "sync", "since": since})
+        request_id = f"h-{self._next_id()}"
+        self._history_waiters[request_id] = (self.version, future)
+        await self._send(protocol.sync(since, request_id))
         try:
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
             return []
         finally:
-            self._history_waiters = [w for w in self._history_waiters if w[1] is not future]
+            self._history_waiters.pop(request_id, None)
 
     @property
     def pending_commands(self) -> list[str]:
@@ -404,12 +406,8 @@ class Client:
         )
         self._ws = ws
         try:
-            hello: dict[str, Any] = {"t": "hello", "proto": 1, "token": self._token}
-            if self.room is not None:
-                hello["room"] = self.room
-            if self.mirror.ready:
-                hello["since"] = self.mirror.version
-            await ws.send(self._encode(hello))
+            since = self.mirror.version if self.mirror.ready else None
+            await ws.send(self._encode(protocol.hello(self._token, self.room, since)))
             async with asyncio.timeout(self.hello_timeout):
                 while True:
                     frame = self._decode(await ws.recv())
@@ -469,24 +467,26 @@ class Client:
             self._changed(applied)
         elif t == "patches":
             patches = frame.get("patches") or []
-            first = patches[0].get("v", 0) if patches else None
-            if self._history_waiters and first is not None and first <= (self.version or 0):
-                up_to, future = self._history_waiters.pop(0)
+            waiter = self._history_waiters.pop(str(frame.get("id")), None)
+            if waiter is not None:  # the answer to history(), told by its id
+                up_to, future = waiter
                 if not future.done():
                     future.set_result([p for p in patches if p.get("v", 0) <= up_to])
+            else:
+                self._sync_sent_at = None
             applied = []
-            for patch in frame.get("patches") or []:
+            for patch in patches:
                 applied += self.mirror.feed(patch)[1]
-            self._sync_sent_at = None
             self._changed(applied)
             if self.mirror.has_gap:
                 self._request_sync()
         elif t == "snapshot":
-            self._sync_sent_at = None
-            for _up_to, future in self._history_waiters:
-                if not future.done():
-                    future.set_result([])
-            self._history_waiters.clear()
+            waiter = self._history_waiters.pop(str(frame.get("id")), None)
+            if waiter is not None:  # history() asked further back than the server keeps
+                if not waiter[1].done():
+                    waiter[1].set_result([])
+            else:
+                self._sync_sent_at = None
             applied = self.mirror.reset(frame["state"], frame["v"])
             self._changed(applied, reset=True)
         elif t == "ack":
@@ -517,7 +517,7 @@ class Client:
         if self.mirror.version is None or self._sync_sent_at == self.mirror.version:
             return
         self._sync_sent_at = self.mirror.version
-        self._spawn(self._send({"t": "sync", "since": self.mirror.version}))
+        self._spawn(self._send(protocol.sync(self.mirror.version)))
 
     def _changed(self, applied: list[dict[str, Any]], *, reset: bool = False) -> None:
         for patch in applied:
@@ -553,9 +553,7 @@ class Client:
     # --- plumbing -----------------------------------------------------------
 
     def _encode(self, frame: dict[str, Any]) -> bytes | str:
-        if self.proto == "json":
-            return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)
-        return msgpack.packb(frame, use_bin_type=True)
+        return CODECS[SUBPROTOCOLS[self.proto]].encode(frame)
 
     def _decode(self, raw: bytes | str) -> dict[str, Any]:
         frame = json.loads(raw) if isinstance(raw, str) else msgpack.unpackb(raw, raw=False)

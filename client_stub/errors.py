@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sync_server import protocol
+
 
 class VttSyncError(Exception):
     """Base of every error raised by the client."""
@@ -114,23 +116,23 @@ class ConnectionFailed(VttSyncError):
 
 
 class Unauthenticated(ConnectionFailed):
-    close_code = 4401
-    explanation = "bad token or room"
+    close_code = protocol.CLOSE_UNAUTHENTICATED
+    explanation = protocol.FINAL_CLOSE_CODES[protocol.CLOSE_UNAUTHENTICATED]
 
 
 class AccessRevoked(ConnectionFailed):
-    close_code = 4403
-    explanation = "this user was removed or its token rotated"
+    close_code = protocol.CLOSE_REVOKED
+    explanation = protocol.FINAL_CLOSE_CODES[protocol.CLOSE_REVOKED]
 
 
 class RoomDeleted(ConnectionFailed):
-    close_code = 4404
-    explanation = "the room was deleted"
+    close_code = protocol.CLOSE_ROOM_DELETED
+    explanation = protocol.FINAL_CLOSE_CODES[protocol.CLOSE_ROOM_DELETED]
 
 
 class ProtocolMisuse(ConnectionFailed):
-    close_code = 4400
-    explanation = "the server says this client misused the protocol"
+    close_code = protocol.CLOSE_MISUSE
+    explanation = protocol.FINAL_CLOSE_CODES[protocol.CLOSE_MISUSE]
 
 
 class ClientClosed(VttSyncError):
@@ -138,8 +140,6 @@ class ClientClosed(VttSyncError):
 
 
 FINAL_CLOSE_CODES: dict[int, type[ConnectionFailed]] = {
-    4400: ProtocolMisuse,
-    4401: Unauthenticated,
-    4403: AccessRevoked,
-    4404: RoomDeleted,
+    cls.close_code: cls  # type: ignore[misc]
+    for cls in (ProtocolMisuse, Unauthenticated, AccessRevoked, RoomDeleted)
 }

@@ -229,3 +229,9 @@ def vectors() -> dict[str, Any]:
             "sync_with_id": sync(41, "q1"),
         },
     }
+
+
+if __name__ == "__main__":  # python -m sync_server.protocol > tests/vectors/protocol.json
+    import json
+
+    print(json.dumps(vectors(), indent=2, sort_keys=True))

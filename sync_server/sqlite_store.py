@@ -300,6 +300,8 @@ class SqliteStorage:
                 except BaseException as exc:
                     conn.execute("ROLLBACK TO job")
                     conn.execute("RELEASE job")
+                    if isinstance(exc, sqlite3.Error):  # a constraint: say what, in our terms
+                        exc = StorageError(f"not stored: {exc}")
                     outcomes.append((job, None, exc))
                 else:
                     conn.execute("RELEASE job")

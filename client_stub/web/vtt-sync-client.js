@@ -14,8 +14,26 @@
 // answer under their original ids (the server deduplicates them). Close codes
 // 4400/4401/4403/4404 are final; every other close is retried.
 
+// The protocol's names and numbers; tests/js checks them against the
+// project's protocol vectors, which the Python side generates.
+export const PROTO = 1;
 export const SUBPROTOCOL = "vtt-sync.json.v1";
 export const MAX_FRAME = 64 * 1024;
+export const MAX_REDIRECTS = 3;
+
+export const CLOSE_CODES = Object.freeze({
+  shutdown: 1001,
+  too_big: 1009,
+  service_restart: 1012,
+  too_slow: 1013,
+  redirect: 4302,
+  misuse: 4400,
+  unauthenticated: 4401,
+  revoked: 4403,
+  room_deleted: 4404,
+  hello_timeout: 4408,
+  too_many: 4429,
+});
 
 export const FINAL_CLOSE_CODES = Object.freeze({
   4400: "protocol misuse",
@@ -23,6 +41,26 @@ export const FINAL_CLOSE_CODES = Object.freeze({
   4403: "this user was removed or its token rotated",
   4404: "the room was deleted",
 });
+
+/** The frames a client sends (optional fields left out when absent). */
+export function helloFrame(token, room = null, since = null) {
+  const frame = { t: "hello", proto: PROTO, token };
+  if (room !== null && room !== undefined) frame.room = room;
+  if (since !== null && since !== undefined) frame.since = since;
+  return frame;
+}
+
+export function cmdFrame(id, op, args = {}, expect = null) {
+  const frame = { t: "cmd", id, op, args: args || {} };
+  if (expect !== null && expect !== undefined) frame.expect = expect;
+  return frame;
+}
+
+export function syncFrame(since, id = null) {
+  const frame = { t: "sync", since };
+  if (id !== null && id !== undefined) frame.id = id;
+  return frame;
+}
 
 /** The server refused a command: `code` is PROTOCOL.md's error code. */
 export class CommandError extends Error {
@@ -117,7 +155,7 @@ export class VttSyncClient {
     this._syncSentAt = null;
     this._authMessage = null;
     this._listeners = new Map();
-    this._historyWaiters = [];
+    this._historyWaiters = new Map(); // history() requests by their sync id
     this._settle = null;
     this._settled = new Promise((resolve, reject) => (this._settle = { resolve, reject }));
     this._settled.catch(() => {});
@@ -198,10 +236,8 @@ export class VttSyncClient {
     this._ws = ws;
     let welcomed = false;
     ws.onopen = () => {
-      const hello = { t: "hello", proto: 1, token: this._token };
-      if (this.room !== null) hello.room = this.room;
-      if (this.state !== null && this.version !== null) hello.since = this.version;
-      ws.send(JSON.stringify(hello));
+      const since = this.state !== null && this.version !== null ? this.version : null;
+      ws.send(JSON.stringify(helloFrame(this._token, this.room, since)));
       this._helloTimer = setTimeout(() => ws.close(4000, "no welcome"), this.helloTimeout);
     };
     ws.onmessage = (msg) => {
@@ -266,7 +302,8 @@ export class VttSyncClient {
   }
 
   _finish(err) {
-    for (const w of this._historyWaiters.splice(0)) w.resolve([]);
+    for (const w of this._historyWaiters.values()) w.resolve([]);
+    this._historyWaiters.clear();
     for (const p of this._pending.values()) {
       clearTimeout(p.timer);
       p.reject(err);
@@ -284,8 +321,7 @@ export class VttSyncClient {
     if (this._closed) return Promise.reject(this.failure || new ConnectionFailed("client closed"));
     this._counter += 1;
     const cid = id || `${this._prefix}-${this._counter}`;
-    const frame = { t: "cmd", id: cid, op, args };
-    if (expect !== null && expect !== undefined) frame.expect = expect;
+    const frame = cmdFrame(cid, op, args, expect);
     const text = JSON.stringify(frame);
     if (new TextEncoder().encode(text).length > MAX_FRAME) {
       return Promise.reject(new CommandError("frame_too_big", "frame over 64 KiB", cid));
@@ -310,10 +346,12 @@ export class VttSyncClient {
     if (!this.connected || this.version === null) return Promise.resolve([]);
     const since = Math.max(0, this.version - count);
     if (since >= this.version) return Promise.resolve([]);
+    this._counter += 1;
+    const rid = `h-${this._prefix}-${this._counter}`;
     return new Promise((resolve) => {
-      this._historyWaiters.push({ upTo: this.version, resolve });
-      if (!this._send({ t: "sync", since })) {
-        this._historyWaiters.pop();
+      this._historyWaiters.set(rid, { upTo: this.version, resolve });
+      if (!this._send(syncFrame(since, rid))) {
+        this._historyWaiters.delete(rid);
         resolve([]);
       }
     });
@@ -391,7 +429,7 @@ export class VttSyncClient {
 
   _requestSync() {
     if (this.version === null || this._syncSentAt === this.version) return;
-    if (this._send({ t: "sync", since: this.version })) this._syncSentAt = this.version;
+    if (this._send(syncFrame(this.version))) this._syncSentAt = this.version;
   }
 
   _changed(applied, reset) {
@@ -417,10 +455,11 @@ export class VttSyncClient {
         this._changed(this._feed(frame), false);
         break;
       case "patches": {
-        const first = (frame.patches || [])[0];
-        if (this._historyWaiters.length && first && first.v <= this.version) {
-          const { upTo, resolve } = this._historyWaiters.shift();
-          resolve(frame.patches.filter((p) => p.v <= upTo));
+        const waiter = frame.id ? this._historyWaiters.get(frame.id) : undefined;
+        if (waiter) {
+          // the answer to history(), told by its id (v1.1)
+          this._historyWaiters.delete(frame.id);
+          waiter.resolve((frame.patches || []).filter((p) => p.v <= waiter.upTo));
         } else this._syncSentAt = null;
         const applied = [];
         for (const p of frame.patches || []) applied.push(...this._feed(p));
@@ -428,11 +467,15 @@ export class VttSyncClient {
         if (this._ahead.size) this._requestSync();
         break;
       }
-      case "snapshot":
-        this._syncSentAt = null;
-        for (const w of this._historyWaiters.splice(0)) w.resolve([]);
+      case "snapshot": {
+        const waiter = frame.id ? this._historyWaiters.get(frame.id) : undefined;
+        if (waiter) {
+          this._historyWaiters.delete(frame.id);
+          waiter.resolve([]); // further back than the server keeps
+        } else this._syncSentAt = null;
         this._reset(frame.state, frame.v);
         break;
+      }
       case "ack": {
         const p = this._pending.get(frame.id);
         if (!p) return;

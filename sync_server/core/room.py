@@ -221,14 +221,14 @@ class RoomCore:
 
     # --- commands -------------------------------------------------------------
 
-    def evaluate(self, c: CommandIn, log: LogReader | None = None) -> Decision:
+    def evaluate(self, c: CommandIn, reader: LogReader | None = None) -> Decision:
         """Evaluate one command into the open batch (opening one if needed).
         Never raises: an unexpected failure is an `internal` refusal that
         leaves the room as it was before this command."""
         batch = self._open()
         try:
             if c.op == "undo":
-                return self._evaluate_undo(c, batch, log)
+                return self._evaluate_undo(c, batch, reader)
             return self._evaluate(c, batch)
         except Exception:
             log.exception("room %s: failed to evaluate %r", self.room_id, c.op)
@@ -327,7 +327,7 @@ class RoomCore:
         batch.tokens += tokens
         return decision
 
-    def _evaluate_undo(self, c: CommandIn, batch: _Batch, log_: LogReader | None) -> Decision:
+    def _evaluate_undo(self, c: CommandIn, batch: _Batch, reader: LogReader | None) -> Decision:
         """Undo (PROTOCOL.md): revert the latest undoable command not yet
         undone, as a new version. What the revert restores (and what it
         keeps: users, live owners) is the rules' business: `rules.revert`.
@@ -347,9 +347,9 @@ class RoomCore:
         err = protocol.earliest(args_err, role_err, self._expect_error(c))
         if err is not None:
             return refusal(c.cmd_id, *err)
-        if batch.records or log_ is None:
+        if batch.records or reader is None:
             return internal(c.cmd_id, "undo must be evaluated alone, with the log; retry")
-        target = log_.undo_target()
+        target = reader.undo_target()
         if target is None:
             return refusal(c.cmd_id, "conflict", "nothing to undo")
         try:

@@ -1,0 +1,213 @@
+"""The storage contract: what every backend must do, run on every backend.
+
+A new backend passes this suite before anything else uses it: add it to
+`BACKENDS` (a factory that opens a fresh, empty store)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+import rules
+from sync_server.auth import hash_token
+from sync_server.memory_store import MemoryStorage
+from sync_server.sqlite_store import SqliteStorage
+from sync_server.storage import (
+    AdminRecord,
+    Storage,
+    StorageError,
+    VersionConflict,
+    VersionRecord,
+    replay,
+)
+
+
+async def _sqlite(tmp: Path) -> Storage:
+    return SqliteStorage(tmp, "NORMAL", snapshots_kept=2)
+
+
+async def _memory(tmp: Path) -> Storage:
+    return MemoryStorage(snapshots_kept=2)
+
+
+BACKENDS: dict[str, Callable[[Path], Awaitable[Storage]]] = {
+    "sqlite": _sqlite,
+    "memory": _memory,
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+async def store(request, tmp_path) -> AsyncIterator[Storage]:
+    s = await BACKENDS[request.param](tmp_path)
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def record(v: int, cmd_id: str | None = None, *, user: str = "u1", **kw) -> VersionRecord:
+    fields = {
+        "room": "r1",
+        "v": v,
+        "cmd_id": cmd_id if cmd_id is not None else f"c{v}",
+        "user": user,
+        "op": "advance_clock",
+        "args": {"seconds": 1},
+        "ops": [["set", ["clock"], v]],
+        "inverse": [["set", ["clock"], v - 1]],
+        "events": [{"kind": "clock", "from": v - 1, "to": v}],
+        "result": {},
+        "undoable": True,
+        "ts": 1.0,
+    }
+    fields.update(kw)
+    return VersionRecord(**fields)
+
+
+async def make_room(store: Storage, room: str = "r1", token: str = "gm-token") -> dict:
+    state = rules.new_room(room, "Room")[0].to_dict()
+    await store.create_room(
+        room,
+        state,
+        "u1",
+        hash_token(token),
+        AdminRecord(f"mk-{room}-{token}", "create_room", {}, {}, 0),
+    )
+    return state
+
+
+async def load(store: Storage, room: str = "r1", recent: int = 100):
+    stored = await store.load_room(room, recent, 1000)
+    assert stored is not None
+    return replay(stored, recent)
+
+
+async def test_a_new_room_is_at_version_zero(store: Storage) -> None:
+    state = await make_room(store)
+    assert await store.room_ids() == {"r1"}
+    loaded = await load(store)
+    assert (loaded.v, loaded.state, loaded.recent, loaded.dedup) == (0, state, [], [])
+    assert await store.find_token(hash_token("gm-token")) == ("r1", "u1")
+    assert await store.load_room("nope", 10, 10) is None
+
+
+async def test_commits_append_versions_that_replay(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1), record(2)], None, 0)
+    await store.commit("r1", [record(3)], None, 2)
+    loaded = await load(store)
+    assert loaded.v == 3 and loaded.state["clock"] == 3
+    assert [p.v for p in loaded.recent] == [1, 2, 3]
+    assert [(d.cmd_id, d.v) for d in loaded.dedup] == [("c1", 1), ("c2", 2), ("c3", 3)]
+    assert [p.frame()["id"] for p in await store.patches("r1", 1, 3)] == ["c2", "c3"]
+
+
+async def test_a_commit_on_a_stale_head_is_fenced_and_stores_nothing(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1)], None, 0)
+    with pytest.raises(VersionConflict):
+        await store.commit("r1", [record(2, "other")], None, 0)  # another writer's view
+    with pytest.raises(VersionConflict):
+        await store.commit("r1", [record(5)], None, 4)  # ahead of the head
+    loaded = await load(store)
+    assert loaded.v == 1 and [d.cmd_id for d in loaded.dedup] == ["c1"]
+
+
+async def test_a_commit_is_all_or_nothing(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1, "same")], None, 0)
+    with pytest.raises(StorageError):  # a command id already stored
+        await store.commit("r1", [record(2), record(3, "same")], None, 1)
+    loaded = await load(store)
+    assert loaded.v == 1
+    await store.commit("r1", [record(2)], None, 1)  # the head did not move
+    assert (await load(store)).v == 2
+
+
+async def test_concurrent_commits_of_rooms_all_land(store: Storage) -> None:
+    for i in range(8):
+        await make_room(store, f"r{i}", f"t{i}")
+    await asyncio.gather(
+        *(store.commit(f"r{i}", [record(1, room=f"r{i}")], None, 0) for i in range(8))
+    )
+    for i in range(8):
+        assert (await load(store, f"r{i}")).v == 1
+
+
+async def test_snapshots_bound_the_replay_and_the_oldest_go(store: Storage) -> None:
+    await make_room(store)
+    state = (await load(store)).state
+    for v in range(1, 10):
+        snap = None
+        if v % 3 == 0:
+            state = {**state, "clock": v}
+            snap = (v, state)
+        await store.commit("r1", [record(v)], snap, v - 1)
+    stored = await store.load_room("r1", 2, 1000)
+    assert stored is not None and stored.snapshot_v == 9 and stored.snapshot["clock"] == 9
+    assert [row.v for row in stored.log] == [8, 9]  # the `recent` most recent, for resuming
+    loaded = replay(stored, 2)
+    assert loaded.v == 9 and loaded.state["clock"] == 9
+
+
+async def test_a_hole_in_the_log_is_refused(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1), record(2)], None, 0)
+    stored = await store.load_room("r1", 100, 100)
+    stored.log.pop(0)
+    with pytest.raises(StorageError, match="version 1 missing"):
+        replay(stored, 100)
+
+
+async def test_token_changes_travel_with_their_version(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1, token_set=(("u2", hash_token("p-token")),))], None, 0)
+    assert await store.find_token(hash_token("p-token")) == ("r1", "u2")
+    await store.commit("r1", [record(2, token_set=(("u2", hash_token("new")),))], None, 1)
+    assert await store.find_token(hash_token("p-token")) is None  # rotated
+    assert await store.find_token(hash_token("new")) == ("r1", "u2")
+    await store.commit("r1", [record(3, token_del=("u2",))], None, 2)
+    assert await store.find_token(hash_token("new")) is None
+
+
+async def test_undo_targets_walk_back_past_undone_and_undoable_false(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1), record(2, undoable=False)], None, 0)
+    target = await store.undo_target("r1")
+    assert target is not None and target.v == 1 and target.inverse == [["set", ["clock"], 0]]
+    await store.commit("r1", [record(3), record(4, undoable=False, undoes=3)], None, 2)
+    assert (await store.undo_target("r1")).v == 1
+    await store.commit("r1", [record(5, undoable=False, undoes=1)], None, 4)
+    assert await store.undo_target("r1") is None
+
+
+async def test_deleting_a_room_removes_it_and_its_tokens(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1)], None, 0)
+    await store.delete_room("r1", AdminRecord("del", "delete_room", {}, {"room": "r1"}, 0))
+    assert await store.room_ids() == set()
+    assert await store.load_room("r1", 10, 10) is None
+    assert await store.find_token(hash_token("gm-token")) is None
+    await make_room(store, token="again")  # the id can be used again
+    assert (await load(store)).v == 0
+
+
+async def test_admin_results_are_remembered(store: Storage) -> None:
+    await make_room(store)
+    found = await store.admin_result("mk-r1-gm-token")
+    assert found is not None and found.op == "create_room"
+    assert await store.admin_result("never") is None
+
+
+async def test_what_a_backend_returns_is_the_callers_own(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1)], None, 0)
+    first = await store.load_room("r1", 10, 10)
+    first.snapshot["name"] = "changed by the caller"
+    first.log[0].ops.append(["set", ["x"], 1])
+    again = await load(store)
+    assert again.state["name"] == "Room" and "x" not in again.state
