@@ -78,14 +78,13 @@ MAX_CONNECTIONS_PER_ROOM = 256
 # Admin sessions at once (scripts): few are needed.
 MAX_ADMIN_CONNECTIONS = 16
 
-# --- Per-client outgoing queue (PROTOCOL.md: 1013 for slow readers) -------
+# --- Per-client outgoing bytes (PROTOCOL.md: 1013 for slow readers) -------
 
-# Frames waiting for one client. A healthy client drains its queue in
-# milliseconds; one that lags this far behind is closed with 1013 and
-# resumes with `since`, so the server's memory stays bounded.
-OUTBOX_MAX_FRAMES = 2000
-
-# The same bound in bytes (a few large snapshots count more than patches).
+# Bytes written for one client and not yet taken by its connection (the
+# transport's buffer: every frame counts, welcomes and snapshots included).
+# A healthy client drains it in milliseconds; one that lags this far behind
+# is closed with 1013 and resumes with `since`, so a reader that stopped
+# reading costs at most this much memory, whatever its room publishes.
 OUTBOX_MAX_BYTES = 8 * 1024 * 1024
 
 # --- Rooms ----------------------------------------------------------------
@@ -159,7 +158,6 @@ class Limits:
     max_connections_per_user: int = MAX_CONNECTIONS_PER_USER
     max_connections_per_room: int = MAX_CONNECTIONS_PER_ROOM
     max_admin_connections: int = MAX_ADMIN_CONNECTIONS
-    outbox_max_frames: int = OUTBOX_MAX_FRAMES
     outbox_max_bytes: int = OUTBOX_MAX_BYTES
     max_inflight_per_session: int = MAX_INFLIGHT_PER_SESSION
     max_command_batch: int = MAX_COMMAND_BATCH

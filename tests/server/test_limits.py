@@ -82,7 +82,7 @@ async def test_connections_per_user_and_room_are_bounded(tmp_path) -> None:
 
 
 async def test_a_slow_reader_is_closed_1013_without_delaying_others(tmp_path) -> None:
-    async with running_server(tmp_path, outbox_max_frames=50, outbox_max_bytes=256 * 1024) as srv:
+    async with running_server(tmp_path, outbox_max_bytes=256 * 1024) as srv:
         t = await create_table(srv.url)
         gm = await t.connect("gm")
         for i in range(24):  # a state of ~20 KB, so each snapshot is big
