@@ -115,7 +115,7 @@ def rss_mib(pid: int) -> float:
 
 def start_server(data: Path) -> tuple[subprocess.Popen, str, float]:
     log = data / "server.log"
-    env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": "bench-admin-token-not-secret"}
+    env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": "bench-admin-token-not-a-secret-0123456789"}
     t0 = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.Popen(

@@ -32,7 +32,7 @@ from rules.patch import apply_ops
 from sync_server import protocol
 from sync_server.protocol import MSGPACK
 
-ADMIN_TOKEN = "bench-admin-token-not-secret"
+ADMIN_TOKEN = "bench-admin-token-not-a-secret-0123456789"
 SHEET = {
     "level": 3,
     "pv_max": 40,

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sync_server.limits import MAX_TOKEN_LENGTH, TOKEN_BYTES
+from sync_server.limits import MAX_TOKEN_LENGTH, MIN_ADMIN_TOKEN_LENGTH, TOKEN_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,20 @@ def plausible_token(token: object) -> bool:
     return isinstance(token, str) and 0 < len(token) <= MAX_TOKEN_LENGTH
 
 
+class WeakAdminToken(ValueError):
+    """An admin token given by the operator is too short to be a secret."""
+
+
+def _strong(token: str, source: str) -> str:
+    if len(token) < MIN_ADMIN_TOKEN_LENGTH:
+        raise WeakAdminToken(
+            f"the admin token from {source} has {len(token)} characters; it needs at least "
+            f"{MIN_ADMIN_TOKEN_LENGTH} (generate one: python3 -c 'import secrets; "
+            f"print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
 def load_admin_token(data_dir: Path, explicit: str | None = None) -> tuple[str, bool]:
     """The admin token and whether it was generated just now.
 
@@ -58,10 +72,10 @@ def load_admin_token(data_dir: Path, explicit: str | None = None) -> tuple[str, 
     this function never logs one.
     """
     if explicit:
-        return explicit, False
+        return _strong(explicit, "the configuration"), False
     env = os.environ.get(ADMIN_TOKEN_ENV)
     if env:
-        return env, False
+        return _strong(env, ADMIN_TOKEN_ENV), False
     path = data_dir / ADMIN_TOKEN_FILE
     if path.exists():
         token = path.read_text(encoding="utf-8").strip()

@@ -18,6 +18,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from sync_server.auth import WeakAdminToken
 from sync_server.config import Config
 from sync_server.ratelimit import RateSpec
 from sync_server.storage import StorageError
@@ -59,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="SQLite durability: FULL survives power loss (default), NORMAL a process crash",
     )
     s.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    s.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page origin (https://host[:port]) allowed to connect besides the "
+        "server's own page; repeat for several (default: none)",
+    )
     sub.add_parser("client", help="the Python client (see vtt-sync client --help)", add_help=False)
     return parser
 
@@ -100,11 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate=args.rate,
         gm_rate=args.gm_rate,
         synchronous=args.synchronous,
+        allowed_origins=frozenset(o.rstrip("/") for o in args.allow_origin),
     )
     tune_gc()
     try:
         return asyncio.run(_serve(config, demo=args.demo))
-    except StorageError as exc:
+    except (StorageError, WeakAdminToken) as exc:
         print(f"vtt-sync: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -8,7 +8,13 @@ from pathlib import Path
 import attrs
 
 import rules
-from sync_server.limits import PLAYER_BURST, PLAYER_RATE_PER_SECOND, Limits
+from sync_server.limits import (
+    FAILED_HELLO_BURST,
+    FAILED_HELLOS_PER_SECOND,
+    PLAYER_BURST,
+    PLAYER_RATE_PER_SECOND,
+    Limits,
+)
 from sync_server.ratelimit import RateSpec
 
 # The browser page and the JS module ship as package data of the clients
@@ -26,6 +32,10 @@ class Config:
     rate: RateSpec | None = attrs.Factory(lambda: RateSpec(PLAYER_RATE_PER_SECOND, PLAYER_BURST))
     # GM and admin sessions: unlimited unless given (PROTOCOL.md).
     gm_rate: RateSpec | None = None
+    # Refused hellos per peer address; None disables the limit.
+    hello_failure_rate: RateSpec | None = attrs.Factory(
+        lambda: RateSpec(FAILED_HELLOS_PER_SECOND, FAILED_HELLO_BURST)
+    )
     # The admin token; None: VTT_SYNC_ADMIN_TOKEN, else the data dir's file.
     admin_token: str | None = None
     # The dice of every room (tests pass SeededDice / ScriptedDice).
@@ -40,3 +50,6 @@ class Config:
     fast_fanout: bool = True
     # Where the page's files are: a package (read as package data) or a folder.
     web: str | Path = WEB_PACKAGE
+    # Origins (scheme://host[:port]) of pages allowed to open a WebSocket
+    # besides the server's own page; "*" allows any (not recommended).
+    allowed_origins: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)

@@ -65,6 +65,17 @@ PLAYER_BURST = 40
 # is started with --gm-rate; None means "no limit".
 GM_RATE_PER_SECOND: float | None = None
 
+# Refused hellos (bad token, bad frame) per peer address: a token is 256
+# random bits, but a guesser must not get hundreds of tries a second, nor
+# fill the log. 5/s with a burst of 20 leaves room for a few mistyped links
+# and reconnecting clients behind one NAT address.
+FAILED_HELLOS_PER_SECOND = 5.0
+FAILED_HELLO_BURST = 20
+
+# Past that bound, a new connection from the address waits this long, then
+# is closed with 1008 before its hello is even read: guessing slows to a crawl.
+HELLO_PENALTY_SECONDS = 1.0
+
 # --- Connections (issue 5) ------------------------------------------------
 
 # Per user: a GM may run the VTT module, a laptop and a tablet at once;
@@ -133,6 +144,11 @@ MAX_ROOM_NAME = 100
 # Bytes of entropy in a user token (secrets.token_urlsafe): 256 bits.
 TOKEN_BYTES = 32
 
+# Shortest admin token the operator may set (VTT_SYNC_ADMIN_TOKEN): it opens
+# every room, so it must be a secret no one guesses. 32 characters of
+# token_urlsafe are 192 bits; the generated one has 43 (256 bits).
+MIN_ADMIN_TOKEN_LENGTH = 32
+
 # Longest token accepted in a hello: real ones are 43 characters; anything
 # much longer is not a token and is not worth hashing.
 MAX_TOKEN_LENGTH = 256
@@ -142,6 +158,19 @@ MAX_TOKEN_LENGTH = 256
 # reconnect) can be answered with its first ack, token included. After that,
 # or after a restart, the dup ack carries the result without the token.
 TOKEN_RETRY_SECONDS = 600.0
+
+# --- Patches --------------------------------------------------------------
+
+# The largest patch a command may make, encoded (JSON, the larger of the two
+# encodings). Clients can count on every frame from the server being at
+# most this big (docs/protocol.md); a command whose patch would be larger is
+# refused with `rule`, state unchanged. The worst command within the rules'
+# bounds makes about 700 KiB (docs/performance.md).
+MAX_PATCH_BYTES = 1024 * 1024
+
+# Patches with fewer ops and events than this are far below the bound, so
+# they skip the size check (an encode), which costs only on big commands.
+PATCH_SIZE_CHECK_ITEMS = 64
 
 # --- Shutdown -------------------------------------------------------------
 
@@ -155,6 +184,7 @@ class Limits:
     """The limits one server runs with (defaults: the constants above)."""
 
     hello_timeout: float = HELLO_TIMEOUT_SECONDS
+    hello_penalty_seconds: float = HELLO_PENALTY_SECONDS
     max_connections_per_user: int = MAX_CONNECTIONS_PER_USER
     max_connections_per_room: int = MAX_CONNECTIONS_PER_ROOM
     max_admin_connections: int = MAX_ADMIN_CONNECTIONS
@@ -170,6 +200,7 @@ class Limits:
     token_retry_seconds: float = TOKEN_RETRY_SECONDS
     shutdown_drain_seconds: float = SHUTDOWN_DRAIN_SECONDS
     close_timeout: float = CLOSE_TIMEOUT_SECONDS
+    max_patch_bytes: int = MAX_PATCH_BYTES
 
 
 LIMIT_FIELDS = frozenset(f.name for f in attrs.fields(Limits))

@@ -73,10 +73,14 @@ class Outbox:
         self.close_code: int | None = None
         self._closer: asyncio.Task[None] | None = None
 
-    def send(self, frame: dict[str, Any]) -> None:
-        """Encode and send one frame to this client only."""
-        if not self.closing:
-            self.deliver(Message(frame))
+    def send(self, frame: dict[str, Any]) -> int:
+        """Encode and send one frame to this client only; returns its size
+        in bytes (0 when the client is closing)."""
+        if self.closing:
+            return 0
+        message = Message(frame)
+        self.deliver(message)
+        return len(message.data(self.codec))
 
     def deliver(self, message: Message) -> None:
         """Send a message shared with other clients (the bus calls this)."""

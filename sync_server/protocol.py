@@ -64,6 +64,7 @@ def earliest(*errors: tuple[str, str] | None) -> tuple[str, str] | None:
 # --- close codes ----------------------------------------------------------------
 
 CLOSE_SHUTDOWN = 1001  # the server is shutting down: reconnect later
+CLOSE_POLICY = 1008  # policy violation: too many failed hellos from this address
 CLOSE_TOO_BIG = 1009  # a frame over MAX_FRAME_BYTES
 CLOSE_SERVICE_RESTART = 1012  # this node stopped serving the room: reconnect, resume
 CLOSE_TOO_SLOW = 1013  # too slow to read its patches: resume with `since`
@@ -207,6 +208,7 @@ def vectors() -> dict[str, Any]:
         "error_order": list(ERROR_ORDER),
         "close_codes": {
             "shutdown": CLOSE_SHUTDOWN,
+            "policy": CLOSE_POLICY,
             "too_big": CLOSE_TOO_BIG,
             "service_restart": CLOSE_SERVICE_RESTART,
             "too_slow": CLOSE_TOO_SLOW,

@@ -47,6 +47,7 @@ from sync_server.core.room import (
 )
 from sync_server.limits import ROOM_ID_PATTERN, Limits
 from sync_server.metrics import Metrics
+from sync_server.ratelimit import reply_cost
 from sync_server.registry import Closable, Registry
 from sync_server.storage import AdminRecord, Storage, VersionConflict, replay
 
@@ -86,7 +87,9 @@ class Subscriber(Sink, Closable, Protocol):
     closable for the registry (one object, two narrow interfaces), able to
     take a frame of its own (the welcome, a sync reply)."""
 
-    def send(self, frame: dict[str, Any]) -> None: ...
+    def send(self, frame: dict[str, Any]) -> int:
+        """Send a frame to this subscriber only; returns the bytes it took."""
+        ...
 
 
 @attrs.define
@@ -98,6 +101,8 @@ class Join:
     user: str
     since: int | None
     future: asyncio.Future[tuple[str, int]]
+    # Told what the welcome cost (ratelimit.reply_cost), for the user's bucket.
+    charge: Callable[[float], None] | None = None
 
 
 @attrs.define
@@ -108,6 +113,8 @@ class Sync:
     since: int
     request_id: str | None = None
     done: Callable[[], None] | None = None
+    # Told what the reply cost (ratelimit.reply_cost), for the user's bucket.
+    charge: Callable[[float], None] | None = None
 
 
 @attrs.define
@@ -229,7 +236,14 @@ class RoomHost:
                             batch.append(self._items.popleft())  # type: ignore[arg-type]
                     await self._run_batch(batch)
                 elif isinstance(item, Join):
-                    self._join(item)
+                    try:
+                        self._join(item)
+                    except Exception:
+                        if not item.future.done():  # the hello must not hang
+                            item.future.set_exception(
+                                JoinRefused("internal", "the server failed; retry", 1011)
+                            )
+                        raise
                 elif isinstance(item, Sync):
                     self._sync(item)
                 elif isinstance(item, Delete):
@@ -361,14 +375,18 @@ class RoomHost:
             j.future.set_exception(refused)
             return
         # Welcome and subscription in one step: no patch can fall between.
-        j.sink.send(welcome)
+        sent = j.sink.send(welcome)
+        if j.charge is not None:
+            j.charge(reply_cost(sent))
         services.bus.subscribe(self.room_id, j.sink)
         services.registry.add(self.room_id, j.sink)
         j.future.set_result((role, epoch))
 
     def _sync(self, s: Sync) -> None:
         try:
-            s.sink.send(self.core.sync_reply(s.since, s.request_id))
+            sent = s.sink.send(self.core.sync_reply(s.since, s.request_id))
+            if s.charge is not None:
+                s.charge(reply_cost(sent))
         finally:
             if s.done is not None:
                 s.done()

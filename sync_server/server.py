@@ -33,6 +33,7 @@ from sync_server.clock import Clock, SystemClock
 from sync_server.codec import select_subprotocol
 from sync_server.config import Config
 from sync_server.core.room import CommandIn
+from sync_server.datadir import DataDirLock
 from sync_server.limits import (
     MAX_FRAME_BYTES,
     MAX_INCOMING_QUEUE,
@@ -41,6 +42,7 @@ from sync_server.limits import (
     WRITE_LIMIT_BYTES,
 )
 from sync_server.metrics import Metrics
+from sync_server.ratelimit import Buckets
 from sync_server.registry import Registry
 from sync_server.rooms import Command, Rooms, RoomServices
 from sync_server.sessions import Session, SessionDeps
@@ -55,6 +57,8 @@ log = logging.getLogger(__name__)
 # verbose, can write a token to a log.
 WS_LOG = logging.getLogger("sync_server.websockets")
 WS_LOG.setLevel(logging.INFO)
+
+SERVER_HEADER = "vtt-sync"
 
 
 class Server:
@@ -105,6 +109,7 @@ class Server:
         self.admin_token_generated = False
         self.admin_hash = b""
         self._deps: SessionDeps | None = None
+        self._lock = DataDirLock(config.data_dir)
         self._ws: WsServer | None = None
         self._closed = False
 
@@ -121,17 +126,34 @@ class Server:
         data_dir = self.config.data_dir
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
-            token, generated = load_admin_token(data_dir, self.config.admin_token)
+            self._lock.acquire()
         except OSError as exc:
             raise StorageError(f"cannot use the data directory {data_dir}: {exc}") from exc
+        try:
+            token, generated = load_admin_token(data_dir, self.config.admin_token)
+        except OSError as exc:
+            self._lock.release()
+            raise StorageError(f"cannot use the data directory {data_dir}: {exc}") from exc
+        except BaseException:
+            self._lock.release()
+            raise
         self.admin_token, self.admin_token_generated = token, generated
         self.admin_hash = hash_token(token)
-        await self.storage.open()
+        try:
+            await self.storage.open()
+        except BaseException:
+            self._lock.release()
+            raise
         await self.rooms.start()
         self._deps = SessionDeps(
             limits=self.limits,
-            rate=self.config.rate,
-            gm_rate=self.config.gm_rate,
+            buckets=None if self.config.rate is None else Buckets(self.config.rate),
+            gm_buckets=None if self.config.gm_rate is None else Buckets(self.config.gm_rate),
+            hello_failures=(
+                None
+                if self.config.hello_failure_rate is None
+                else Buckets(self.config.hello_failure_rate)
+            ),
             admin_hash=self.admin_hash,
             find_token=self.storage.find_token,
             rooms=self.rooms,
@@ -166,6 +188,8 @@ class Server:
             ping_timeout=PING_TIMEOUT_SECONDS,
             close_timeout=self.limits.close_timeout,
             logger=WS_LOG,
+            # Our name only: no library or Python versions for a scanner.
+            server_header=SERVER_HEADER,
         )
         log.info("listening on %s", self.url)
 
@@ -219,6 +243,7 @@ class Server:
             await self._ws.wait_closed()
         await self.rooms.stop()
         await self.storage.close()
+        self._lock.release()
         log.info("stopped")
 
     # --- connections ------------------------------------------------------

@@ -48,7 +48,7 @@ from sync_server.core.session import (
 from sync_server.limits import Limits
 from sync_server.metrics import Metrics
 from sync_server.outbox import Outbox
-from sync_server.ratelimit import RateSpec, TokenBucket
+from sync_server.ratelimit import Buckets, TokenBucket
 from sync_server.registry import Registry
 from sync_server.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
 
@@ -60,8 +60,9 @@ class SessionDeps:
     """What a session needs of its server, and nothing more."""
 
     limits: Limits
-    rate: RateSpec | None  # players and observers
-    gm_rate: RateSpec | None  # GM and admin sessions
+    buckets: Buckets | None  # players and observers, per room and user
+    gm_buckets: Buckets | None  # GM and admin sessions, per room and user
+    hello_failures: Buckets | None  # refused hellos, per peer address
     admin_hash: bytes
     find_token: Callable[[bytes], Awaitable[tuple[str, str] | None]]
     rooms: Rooms
@@ -92,18 +93,26 @@ class Session:
         self.epoch = 0
         self.outbox: Outbox | None = None
         self.core: SessionCore | None = None
+        self.bucket: TokenBucket | None = None
         self.inflight = asyncio.Semaphore(deps.limits.max_inflight_per_session)
 
     # --- lifecycle --------------------------------------------------------
+
+    @property
+    def peer(self) -> str:
+        address = getattr(self.ws, "remote_address", None)
+        return str(address[0]) if address else "?"
 
     async def run(self) -> None:
         try:
             try:
                 await self._hello()
             except HelloRefused as refused:
+                self._hello_failed(refused.message)
                 await self._refuse_now(refused)
                 return
             except JoinRefused as refused:
+                self._hello_failed(refused.message)
                 await self._refuse_now(HelloRefused(refused.code, refused.message, refused.close))
                 return
             except (ConnectionClosed, TimeoutError):
@@ -115,6 +124,16 @@ class Session:
                 self.deps.closed(self)
         finally:
             await self._cleanup()
+
+    def _hello_failed(self, reason: str) -> None:
+        """A refused hello: logged with the peer and the reason (never the
+        token), and counted against the peer address."""
+        log.info("hello refused from %s: %s", self.peer, reason)
+        failures = self.deps.hello_failures
+        if failures is not None:
+            failures.get(self.peer, self.deps.clock.monotonic()).charge(
+                self.deps.clock.monotonic(), 1.0
+            )
 
     async def _refuse_now(self, refused: HelloRefused) -> None:
         with contextlib.suppress(ConnectionClosed, OSError):
@@ -139,6 +158,21 @@ class Session:
     # --- hello ------------------------------------------------------------
 
     async def _hello(self) -> None:
+        failures = self.deps.hello_failures
+        now = self.deps.clock.monotonic()
+        if failures is not None and not failures.get(self.peer, now).allow(now, 0.0):
+            # Too many refused hellos from this address (guessing tokens):
+            # a short delay, then the door, before reading anything.
+            log.info("hello from %s refused: too many failed hellos", self.peer)
+            await asyncio.sleep(self.deps.limits.hello_penalty_seconds)
+            with contextlib.suppress(ConnectionClosed, OSError):
+                await self.ws.send(
+                    self.codec.encode(
+                        protocol.error("rate_limited", "too many failed hellos; wait and retry")
+                    )
+                )
+                await self.ws.close(protocol.CLOSE_POLICY, "too many failed hellos")
+            raise TimeoutError
         try:
             async with asyncio.timeout(self.deps.limits.hello_timeout):
                 message = await self.ws.recv()
@@ -163,14 +197,25 @@ class Session:
         if found is None or found[0] != hello.room:
             raise unauthenticated()
         room, user = found
+        buckets = None
         for _attempt in range(3):  # the room may be unloaded between get and submit
             host = await self.deps.rooms.get(room)
             if host is None:
                 raise unauthenticated()
+            role_now = host.state["users"].get(user, {}).get("role")
+            buckets = self.deps.gm_buckets if role_now == "gm" else self.deps.buckets
+            bucket = None if buckets is None else buckets.get((room, user), now)
+            if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
+                raise HelloRefused(
+                    "rate_limited",
+                    "too many requests for this user; slow down",
+                    protocol.CLOSE_TOO_MANY,
+                )
+            charge = None if bucket is None else self._charger(bucket)
             outbox = self._new_outbox(user)
             fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
             try:
-                host.submit(Join(outbox, user, hello.since, fut))
+                host.submit(Join(outbox, user, hello.since, fut, charge))
             except RoomClosed:
                 continue
             try:
@@ -185,9 +230,16 @@ class Session:
             raise unauthenticated()
         self.user, self.role, self.room_id, self.host, self.epoch = user, role, room, host, epoch
         self.outbox = outbox
-        spec = self.deps.gm_rate if role == "gm" else self.deps.rate
-        self.core = SessionCore(role, None if spec is None else TokenBucket(spec))
+        buckets = self.deps.gm_buckets if role == "gm" else self.deps.buckets
+        self.bucket = None if buckets is None else buckets.get((room, user), now)
+        self.core = SessionCore(role, self.bucket)
         log.debug("room %s: %s (%s) connected", room, user, role)
+
+    def _charger(self, bucket: TokenBucket) -> Callable[[float], None]:
+        def charge(cost: float) -> None:
+            bucket.charge(self.deps.clock.monotonic(), cost)
+
+        return charge
 
     def _open_admin(self) -> None:
         # Check and reserve in one step (no await between them), so hellos
@@ -200,10 +252,10 @@ class Session:
         self.user, self.role = ADMIN_USER, "admin"
         self.outbox = self._new_outbox(ADMIN_USER)
         self.outbox.send(protocol.admin_welcome(ADMIN_USER))
-        spec = self.deps.gm_rate
-        self.core = SessionCore(
-            "admin", None if spec is None else TokenBucket(spec), has_room=False
-        )
+        buckets = self.deps.gm_buckets
+        now = self.deps.clock.monotonic()
+        self.bucket = None if buckets is None else buckets.get(("", ADMIN_USER), now)
+        self.core = SessionCore("admin", self.bucket, has_room=False)
         log.debug("admin session connected")
 
     def _new_outbox(self, user: str) -> Outbox:
@@ -295,7 +347,10 @@ class Session:
     async def _sync(self, action: RunSync) -> None:
         assert self.outbox is not None
         await self.inflight.acquire()
-        self._submit(Sync(self.outbox, action.since, action.request_id, self.inflight.release))
+        charge = None if self.bucket is None else self._charger(self.bucket)
+        self._submit(
+            Sync(self.outbox, action.since, action.request_id, self.inflight.release, charge)
+        )
 
     def _submit(self, item: Command | Sync) -> None:
         assert self.host is not None and self.outbox is not None

@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 DB_FILE = "vtt-sync.sqlite3"
 SCHEMA_VERSION = "2"
 
+# Bytes the WAL file is truncated to after a checkpoint: without a limit it
+# keeps the size of the largest transaction it ever held.
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+
 # Write jobs committed together at most: bounds one transaction's size and
 # so the latency of the first job waiting in it.
 MAX_GROUP_JOBS = 256
@@ -164,6 +168,14 @@ class SqliteStorage:
     async def open(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists() and self.path.stat().st_size == 0:
+                # SQLite would take an empty file for a new database, but an
+                # empty file where a database was is damage (a failed copy, a
+                # truncation): refuse rather than start over with no rooms.
+                raise StorageError(
+                    f"the database file is empty: {self.path} (restore it from a backup, "
+                    "or remove it to start with no rooms)"
+                )
             conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=30
             )
@@ -171,6 +183,8 @@ class SqliteStorage:
             if str(mode).lower() != "wal":
                 raise StorageError(f"{self.path}: cannot enable WAL (journal_mode={mode})")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            # After a large transaction the WAL file shrinks back to this.
+            conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
             self._migrate(conn)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open the database {self.path}: {exc}") from exc

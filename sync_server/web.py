@@ -82,6 +82,24 @@ def _is_upgrade(request: Request) -> bool:
     return "websocket" in upgrade.lower()
 
 
+def origin_allowed(origin: str | None, host: str | None, allowed: frozenset[str]) -> bool:
+    """May a WebSocket upgrade from a page at `origin` go on? Browsers send
+    the page's origin; a hostile page in the operator's browser must not
+    drive a server it can reach (cross-site WebSocket hijacking). Allowed:
+    no Origin (scripts, the Python client, VTT servers), the server's own
+    origin (same host and port as the request's Host), and the configured
+    list (e.g. a Foundry world's origin)."""
+    if origin is None:
+        return True
+    origin = origin.strip().rstrip("/")
+    if origin in allowed or "*" in allowed:
+        return True
+    scheme, sep, rest = origin.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or host is None:
+        return False
+    return rest.lower() == host.strip().lower()
+
+
 class Routes:
     """The HTTP side of one server."""
 
@@ -91,8 +109,10 @@ class Routes:
         health: Callable[[], dict[str, Any]],
         metrics: Callable[[], bytes],
         metrics_type: str,
+        allowed_origins: frozenset[str] = frozenset(),
     ) -> None:
         self.web_dir = web_files(web)
+        self.allowed_origins = allowed_origins
         self.health = health
         self.metrics = metrics
         self.metrics_type = metrics_type
@@ -100,7 +120,11 @@ class Routes:
     def process_request(self, _connection: Any, request: Request) -> Response | None:
         """websockets' process_request hook (connection, request)."""
         if _is_upgrade(request):
-            return None
+            if origin_allowed(
+                request.headers.get("Origin"), request.headers.get("Host"), self.allowed_origins
+            ):
+                return None
+            return _text(403, "this page's origin may not open a WebSocket here\n")
         path = request.path.split("?", 1)[0].split("#", 1)[0]
         if path == "/healthz":
             body = json.dumps(self.health()).encode()

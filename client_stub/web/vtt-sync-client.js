@@ -23,6 +23,7 @@ export const MAX_REDIRECTS = 3;
 
 export const CLOSE_CODES = Object.freeze({
   shutdown: 1001,
+  policy: 1008,
   too_big: 1009,
   service_restart: 1012,
   too_slow: 1013,

@@ -35,12 +35,14 @@ import attrs
 import rules
 from sync_server import protocol
 from sync_server.auth import RecentTokens, hash_token
-from sync_server.limits import Limits
+from sync_server.codec import CODECS
+from sync_server.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
 
 log = logging.getLogger(__name__)
 
 NO_EXPECT = protocol.NO_EXPECT
+JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
 
 
 class JoinRefused(Exception):
@@ -323,8 +325,9 @@ class RoomCore:
             token_del=tuple(token_del),
             closes=tuple(closes),
         )
-        self.epochs = epochs
-        batch.tokens += tokens
+        if decision.record is not None:  # accepted (not refused for its size)
+            self.epochs = epochs
+            batch.tokens += tokens
         return decision
 
     def _evaluate_undo(self, c: CommandIn, batch: _Batch, reader: LogReader | None) -> Decision:
@@ -410,6 +413,15 @@ class RoomCore:
             token_del=token_del,
         )
         patch = protocol.patch(v, ops, events, c.actor.user, c.cmd_id)
+        if len(ops) + len(events) > PATCH_SIZE_CHECK_ITEMS:
+            size = len(JSON_CODEC.encode(patch).encode())
+            if size > self.limits.max_patch_bytes:
+                return refusal(
+                    c.cmd_id,
+                    "rule",
+                    f"this command would change too much at once (a patch of {size} bytes, over "
+                    f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
+                )
         key = (c.actor.user, c.cmd_id)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v

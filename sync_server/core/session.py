@@ -18,7 +18,7 @@ import attrs
 
 from sync_server import protocol
 from sync_server.auth import plausible_token
-from sync_server.limits import MAX_CMD_ID_LENGTH
+from sync_server.limits import MAX_CMD_ID_LENGTH, MAX_TOKEN_LENGTH
 from sync_server.ratelimit import TokenBucket
 
 NO_EXPECT = protocol.NO_EXPECT
@@ -74,6 +74,12 @@ def read_hello(frame: dict[str, Any]) -> Hello:
     if not (since is None or (type(since) is int and since >= 0)):
         raise HelloRefused("bad_frame", "since must be a version number", protocol.CLOSE_MISUSE)
     token, room = frame.get("token"), frame.get("room")
+    if isinstance(token, str) and len(token) > MAX_TOKEN_LENGTH:
+        raise HelloRefused(
+            protocol.UNAUTHENTICATED,
+            f"a token is at most {MAX_TOKEN_LENGTH} characters; this is not one",
+            protocol.CLOSE_UNAUTHENTICATED,
+        )
     if not plausible_token(token) or not (room is None or isinstance(room, str)):
         raise unauthenticated()
     return Hello(token, room, since)

@@ -11,8 +11,9 @@ import msgpack
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from sync_server.codec import MSGPACK
-from sync_server.ratelimit import RateSpec, TokenBucket
+from sync_server.codec import MSGPACK, packb
+from sync_server.limits import PLAYER_BURST
+from sync_server.ratelimit import RateSpec, TokenBucket, reply_cost
 from tests.helpers.server import SHEET, WAIT, Table, create_table, hello_refused, running_server
 
 
@@ -33,9 +34,12 @@ async def test_players_are_rate_limited_not_disconnected_gms_are_not(vtt_table: 
     futs = [await p1.submit("stop_rest", {"char": cid}) for _ in range(80)]
     replies = await asyncio.gather(*futs)
     limited = [r for r in replies if r.get("code") == "rate_limited"]
-    assert 20 <= len(limited) <= 40  # burst 40, then 20/s: most of the other 40 are refused
+    # The burst (40) less what the hello cost (1, and its welcome's bytes),
+    # then 20/s: most of the rest is refused.
+    budget = int(PLAYER_BURST - 1 - reply_cost(len(packb(p1.welcome))))
+    assert 80 - budget - 20 <= len(limited) <= 80 - budget
     assert all(r["message"] for r in limited)
-    assert [r["code"] for r in replies[:40]] == ["rule"] * 40  # the burst went through
+    assert [r["code"] for r in replies[:budget]] == ["rule"] * budget  # the burst went through
     # the GM, meanwhile, is not limited at all
     gm_replies = await asyncio.gather(
         *[await gm.submit("damage", {"char": cid, "amount": 0}) for _ in range(100)]
@@ -50,7 +54,9 @@ async def test_players_are_rate_limited_not_disconnected_gms_are_not(vtt_table: 
 
 
 async def test_rates_are_server_options(tmp_path) -> None:
-    async with running_server(tmp_path, rate=None, gm_rate=RateSpec(1, 8)) as srv:
+    # The GM's bucket is per user: create_table's hello and six commands
+    # (about 8 of the 12) and this hello come out of the same burst.
+    async with running_server(tmp_path, rate=None, gm_rate=RateSpec(1, 12)) as srv:
         t = await create_table(srv.url)
         gm, p1 = await t.connect("gm"), await t.connect("p1")
         gm_r = await asyncio.gather(*[await gm.submit("combat_end") for _ in range(20)])

@@ -94,9 +94,9 @@ async def test_generated_admin_token_file_is_private_and_reused(tmp_path, monkey
         admin = await connect(srv.url, first, None)
         assert admin.role == "admin"
         await admin.close()
-    monkeypatch.setenv("VTT_SYNC_ADMIN_TOKEN", "from-the-environment-0123456789")
+    monkeypatch.setenv("VTT_SYNC_ADMIN_TOKEN", "from-the-environment-0123456789abcd")
     async with running_server(data, admin_token=None) as srv:
-        assert srv.admin_token == "from-the-environment-0123456789"
+        assert srv.admin_token == "from-the-environment-0123456789abcd"
         assert path.read_text().strip() == first  # the file is left alone
 
 
