@@ -204,8 +204,9 @@ class EventText:
         if fmt == "words":
             return str(value).replace("_", " ")
         if fmt == "label":
-            table = self.texts["labels"].get(arg or "", {})
-            return str(table.get(_key(value), str(value).replace("_", " ")))
+            return self._label(value, arg)
+        if fmt == "labels":
+            return ", ".join(self._label(v, arg) for v in value or [])
         if fmt in (None, "list"):
             if isinstance(value, list):
                 return ", ".join(str(v) for v in value)
@@ -213,6 +214,10 @@ class EventText:
                 return "yes" if value else "no"
             return str(value)
         raise ValueError(f"unknown format {fmt!r}")
+
+    def _label(self, value: Any, table: str | None) -> str:
+        labels = self.texts["labels"].get(table or "", {})
+        return str(labels.get(_key(value), str(value).replace("_", " ")))
 
     def _undone(self, event: dict[str, Any]) -> str:
         """An undo event's command: said from the undone version's events when

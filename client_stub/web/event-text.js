@@ -152,10 +152,10 @@ export class EventText {
         return formatDuration(value);
       case "words":
         return words(value);
-      case "label": {
-        const table = this.texts.labels[arg ?? ""] ?? {};
-        return String(table[key(value)] ?? words(value));
-      }
+      case "label":
+        return this.#label(value, arg);
+      case "labels":
+        return (value || []).map((v) => this.#label(v, arg)).join(", ");
       case undefined:
       case "list":
         if (Array.isArray(value)) return value.map(String).join(", ");
@@ -164,6 +164,11 @@ export class EventText {
       default:
         throw new Error(`unknown format ${fmt}`);
     }
+  }
+
+  #label(value, table) {
+    const labels = this.texts.labels[table ?? ""] ?? {};
+    return String(labels[key(value)] ?? words(value));
   }
 
   #undone(ev) {

@@ -44,7 +44,7 @@ def tour() -> list[Step]:
     do("add_character", name="Bastien", **sheet)
     do("add_character", name="Chloe", owner=dana, **sheet)
     a, b, c = "c1", "c2", "c3"
-    do("update_character", char=a, set={"pv": 18})
+    do("update_character", char=a, set={"pv_max": 22, "pv": 18})
     do("queue_rolls", rolls=[17, 12])
     do("combat_start", order=[a, b])
     do("damage", char=a, amount=40)  # dying (D2)
