@@ -547,3 +547,28 @@ async def test_every_event_reads_the_same_on_the_page_as_in_python(
     )
     assert said == expected
     assert page.js_errors == []
+
+
+async def test_admin_page_creates_a_room_whose_gm_link_opens_it(
+    browser: Any, table: LiveTable
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.helpers.server import ADMIN_TOKEN
+
+    ctx = await browser.new_context()
+    admin = await ctx.new_page()
+    await admin.goto(f"{table.http_url}admin.html")
+    await admin.fill('[name="token"]', "not-the-admin-token")
+    await admin.fill('[name="name"]', "Thursday table")
+    await admin.click('button[type="submit"]')
+    await expect(admin.locator(".toast.error .toast-title")).to_have_text("Wrong admin token")
+    await admin.fill('[name="token"]', ADMIN_TOKEN)
+    await admin.click('button[type="submit"]')
+    link = admin.locator("#gm-link-url")
+    await expect(link).to_have_value(re.compile(r"#room=thursday-table&token="), timeout=SYNC_MS)
+    gm = await open_page(browser, await link.input_value())
+    await expect(gm.locator("#room-name")).to_have_text("Thursday table")
+    await expect(gm.locator("#whoami")).to_have_text("GM · gm")
+    await expect(gm.locator("#setup")).to_have_attribute("open", "")  # empty: setup first
+    assert gm.js_errors == []
