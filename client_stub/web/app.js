@@ -606,11 +606,11 @@ function openCharForm(cid) {
   const form = $("#char-form");
   const state = client.state;
   const owner = form.owner;
+  // players first; the others too, so that editing never drops an owner
+  const users = Object.entries(state.users || {}).sort((a, b) => (a[1].role === "player" ? 0 : 1) - (b[1].role === "player" ? 0 : 1));
   owner.replaceChildren(
     new Option("GM (nobody)", ""),
-    ...Object.entries(state.users || {})
-      .filter(([, u]) => u.role === "player")
-      .map(([uid, u]) => new Option(u.name, uid)),
+    ...users.map(([uid, u]) => new Option(u.role === "player" ? u.name : `${u.name} (${u.role})`, uid)),
   );
   form.reset();
   $$(".edit-only", form).forEach((n) => (n.hidden = cid === null));
@@ -875,7 +875,15 @@ async function start() {
     showLogin(room);
     return;
   }
-  eventText = new EventText(await loadTexts(), names, (v) => patchEvents.get(v) ?? null);
+  let texts;
+  try {
+    texts = await loadTexts();
+  } catch (err) {
+    // events then read as their kind; the table still works
+    texts = { labels: {}, events: {}, unknown: "{kind|words}", commands: { fallback: "{op|words} (v{undone})" } };
+    toast("error", "Event texts missing", String(err.message || err));
+  }
+  eventText = new EventText(texts, names, (v) => patchEvents.get(v) ?? null);
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const url = params.get("ws") || `${scheme}//${location.host}/`;
   client = new VttSyncClient({ url, token, room });

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from client_stub import Client
-from client_stub.cli import build_parser, normalize_url, parse_pairs, room_id_from_name
+from client_stub.cli import build_parser, main, normalize_url, parse_pairs, room_id_from_name
 from rules import catalog
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN
@@ -167,16 +167,25 @@ async def test_a_refused_connection_fails_at_once_with_one_clear_line() -> None:
         )
 
 
-async def test_ops_lists_every_operation_without_a_server() -> None:
-    code, out, err = await run(None, "ops")
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`vtt-sync client ARGV` in this process (for what needs no server)."""
+    code = main(["client", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ops_lists_every_operation_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "ops")
     assert code == 0, err
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     assert listed == catalog.all_ops()
     assert "damage            GM          deal damage: PE first, then PV" in out
 
 
-async def test_cmd_op_help_shows_its_arguments_and_an_example() -> None:
-    code, out, err = await run(None, "cmd", "add_character", "--help")
+def test_cmd_op_help_shows_its_arguments_and_an_example(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = cli(capsys, "cmd", "add_character", "--help")
     assert code == 0, err
     assert out.startswith(
         "vtt-sync client cmd add_character name=… level=… pv_max=… pe_max=… pp_max=… "
@@ -187,7 +196,7 @@ async def test_cmd_op_help_shows_its_arguments_and_an_example() -> None:
     assert "accepts integer 1 to 100" in out  # level, from the op table's kind
     assert "accepts map of str, dex, con, int, wis, cha (each integer 1 to 100); all six" in out
     assert "  vtt-sync client cmd add_character name=Aline level=3" in out
-    code, out, _ = await run(None, "cmd", "--help")  # no op: the command's own help
+    code, out, _ = cli(capsys, "cmd", "--help")  # no op: the command's own help
     assert code == 0 and "exit status:" in out and "3  no connection" in out
 
 
@@ -195,15 +204,23 @@ async def test_cmd_op_help_shows_its_arguments_and_an_example() -> None:
     ("typed", "hint"),
     [("damge", "did you mean damage?"), ("stabilise", "did you mean stabilize?")],
 )
-async def test_an_unknown_op_suggests_the_nearest_names(typed: str, hint: str) -> None:
+def test_an_unknown_op_suggests_the_nearest_names(
+    typed: str, hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     for argv in (["cmd", typed, "char=c1"], ["cmd", typed, "--help"]):
-        code, out, err = await run(None, *argv)
+        code, out, err = cli(capsys, *argv)
         assert (code, out) == (2, "")
         assert err == (
             f"vtt-sync client: unknown op {typed!r}; {hint} (vtt-sync client ops lists them)\n"
         )
-    code, _, err = await run(None, "cmd", "xyzzy")
+    code, _, err = cli(capsys, "cmd", "xyzzy")
     assert code == 2 and "did you mean" not in err
+
+
+async def test_the_entry_point_lists_the_ops_too() -> None:
+    """`vtt-sync client ops` through the real entry point, in a child process."""
+    code, out, err = await run(None, "ops", entry="sync_server")
+    assert code == 0 and "undo              GM" in out, err
 
 
 async def test_create_room_prints_the_gm_link_ready_to_open(

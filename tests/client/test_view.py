@@ -83,3 +83,16 @@ def test_watch_view_shows_the_table() -> None:
     assert "▶" in out  # Aline's turn
     view.status, view.detail = "disconnected", "connection closed (1006)"
     assert "disconnected (connection closed (1006))" in render(view)
+
+
+def test_D5_a_dying_character_shows_when_it_next_loses_a_pp() -> None:
+    state = {**STATE, "clock": 100, "combat": None}
+    chars = {
+        "c1": {**STATE["characters"]["c1"], "condition": "dying", "dying_next": 106},
+        "c2": {**STATE["characters"]["c2"], "condition": "dying", "dying_next": None},
+    }
+    view = WatchView()
+    view.state, view.version, view.status = {**state, "characters": chars}, 5, "connected"
+    out = render(view, width=160)
+    assert "loses 1 PP in 6s" in out  # out of combat: by world time
+    assert "loses 1 PP at the end of its turn" in out  # in combat: its own turns
