@@ -378,6 +378,7 @@ async def test_gm_sets_up_the_table_and_the_invited_player_link_works(
     for name, value in fields.items():
         await form.locator(f'[name="{name}"]').fill(value)
     await form.locator('[name="owner"]').select_option(dana)
+    await shot(gm, "page-gm-new-character")
     await form.locator("#char-save").click()
     await expect(gm.locator("#char-dialog")).to_be_hidden(timeout=SYNC_MS)
     _, state = await table.state()
@@ -439,6 +440,7 @@ async def test_undo_asks_first_and_says_what_it_undid(browser: Any, table: LiveT
     await expect(gm.locator("#confirm")).to_be_visible()
     await expect(gm.locator("#confirm-title")).to_have_text("Undo 4 damage to Aline?")
     await expect(gm.locator("#confirm-body")).to_contain_text("Aline takes 4 damage (-4 PE, +0 PV)")
+    await shot(gm, "page-gm-undo-confirm")
     await gm.click("#confirm-cancel")
     await expect(gm.locator("#confirm")).to_be_hidden()
     assert (await table.state())[0] == v
