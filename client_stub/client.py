@@ -73,6 +73,7 @@ class Client:
         proto: str = "msgpack",
         *,
         reconnect: bool = True,
+        retry_first: bool = True,
         backoff_initial: float = 0.2,
         backoff_max: float = 10.0,
         backoff_factor: float = 2.0,
@@ -87,6 +88,9 @@ class Client:
         self.room = room
         self.proto = proto
         self.reconnect = reconnect
+        # False: a failure before the first welcome is final (a one-shot CLI
+        # command fails at once on a wrong address instead of retrying).
+        self.retry_first = retry_first
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.backoff_factor = backoff_factor
@@ -386,7 +390,10 @@ class Client:
                 return
             self._status("disconnected", detail)
             if not self.reconnect:
-                self._fail(ConnectionFailed(f"disconnected: {detail}"))
+                self._fail(_failed(f"disconnected: {detail}", self.last_error))
+                return
+            if not self.retry_first and self.connections == 0:
+                self._fail(_failed(f"cannot connect to {self.url}: {detail}", self.last_error))
                 return
             if self.connections > welcomed_before:
                 attempt = 0
@@ -616,6 +623,13 @@ class Client:
         self._wake()
         if isinstance(exc, ClientClosed):
             self._status("closed", "")
+
+
+def _failed(message: str, cause: BaseException | None) -> ConnectionFailed:
+    """A final connection failure that keeps its cause (refused, unknown host...)."""
+    exc = ConnectionFailed(message)
+    exc.__cause__ = cause
+    return exc
 
 
 def _describe(exc: BaseException | None) -> str:

@@ -10,6 +10,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from client_stub.events import EventText, Names, format_clock, format_duration
+
+__all__ = ["WatchView", "format_clock", "format_duration", "format_event"]
+
 COND_STYLE = {
     "conscious": "green",
     "dying": "bold red",
@@ -27,98 +31,63 @@ STATUS_STYLE = {
 }
 
 
-def format_clock(seconds: int | float | None) -> str:
-    s = max(0, int(seconds or 0))
-    d, rem = divmod(s, 86400)
-    h, rem = divmod(rem, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{d}d {h:02d}h {m:02d}m {sec:02d}s" if d else f"{h}h {m:02d}m {sec:02d}s"
-
-
-def format_duration(seconds: int | float) -> str:
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m" + (f" {s % 60:02d}s" if s % 60 else "")
-    return f"{s // 3600}h" + (f" {(s % 3600) // 60:02d}m" if s % 3600 // 60 else "")
-
-
-def _signed(n: Any) -> str:
-    n = int(n or 0)
-    return f"+{n}" if n >= 0 else str(n)
-
-
 def _name(state: dict[str, Any] | None, cid: Any) -> str:
     if state and cid in state.get("characters", {}):
         return str(state["characters"][cid].get("name", cid))
     return str(cid)
 
 
-def format_event(event: dict[str, Any], state: dict[str, Any] | None = None) -> Text:
-    """One event as a line: rolls show die, modifier, bonus, total, DC, outcome."""
-    text = Text()
+def _style(field: str | None, text: str) -> str:
+    """How a field of an event sentence looks in the terminal."""
+    if field in ("char", "patient", "name", "undone"):
+        return "bold"
+    if field == "d20":
+        return "bold cyan"
+    if field == "total":
+        return "bold"
+    if field == "outcome":
+        good = text in {"success", "stays stable", "wakes up"}
+        return "bold green" if good else "bold red"
+    if field in ("from", "to"):
+        return COND_STYLE.get(text, "")
+    return ""
+
+
+def format_event(
+    event: dict[str, Any],
+    state: dict[str, Any] | None = None,
+    text: EventText | None = None,
+    undone: bool = False,
+) -> Text:
+    """One event as a sentence (client_stub/web/events.json), version first;
+    an event whose command was undone since is struck through."""
+    if text is None:
+        names = Names()
+        names.update(state)
+        text = EventText(names)
+    line = Text()
     if event.get("v") is not None:
-        text.append(f"v{event['v']:<4} ", style="dim")
-    kind = event.get("kind")
-    if event.get("char") is not None:
-        text.append(_name(state, event["char"]), style="bold")
-        text.append(" ")
-    if kind == "roll":
-        text.append(f"{event.get('check', 'check')}: ")
-        text.append(f"d20 {event.get('d20')}", style="bold cyan")
-        text.append(f" {_signed(event.get('mod'))} mod {_signed(event.get('bonus'))} bonus")
-        text.append(" = ")
-        text.append(str(event.get("total")), style="bold")
-        dc = event.get("dc")
-        text.append(" (no DC)" if dc is None else f" vs DC {dc}")
-        outcome = str(event.get("outcome"))
-        good = outcome in {"success", "stay", "wake"}
-        text.append(" -> ")
-        text.append(outcome, style="bold green" if good else "bold red")
-    elif kind == "damage":
-        text.append(f"takes {event.get('amount')}{' nonlethal' if event.get('nonlethal') else ''}")
-        text.append(f" damage ({event.get('pe', 0)} PE, {event.get('pv', 0)} PV)", style="dim")
-    elif kind == "heal":
-        text.append(f"healed {event.get('amount')} ({_signed(event.get('pv'))} PV)")
-    elif kind == "condition":
-        frm, to = str(event.get("from")), str(event.get("to"))
-        text.append(frm, style=COND_STYLE.get(frm, ""))
-        text.append(" -> ")
-        text.append(to, style=COND_STYLE.get(to, ""))
-        if event.get("cause"):
-            text.append(f" ({event['cause']})", style="dim")
-    elif kind == "pp":
-        text.append(f"{_signed(event.get('delta'))} PP")
-        if event.get("cause"):
-            text.append(f" ({event['cause']})", style="dim")
-    elif kind == "clock":
-        text.append(f"clock {format_clock(event.get('from'))} -> {format_clock(event.get('to'))}")
-    elif kind == "combat":
-        if event.get("outcome") == "start":
-            order = ", ".join(_name(state, c) for c in event.get("order") or [])
-            text.append(f"combat starts: {order}")
-        else:
-            text.append("combat ends")
-    elif kind == "turn":
-        text.append(f"round {event.get('round')}: turn")
-    elif kind == "rest":
-        rest = REST_NAMES.get(str(event.get("rest")), event.get("rest"))
-        text.append(f"{rest}: {event.get('outcome')}")
-        if event.get("cause"):
-            text.append(f" ({event['cause']})", style="dim")
-    elif kind == "character":
-        text.append(str(event.get("change")))
-    elif kind == "user":
-        text.append(f"user {event.get('name') or event.get('user')} {event.get('change')}")
-        if event.get("role"):
-            text.append(f" ({event['role']})", style="dim")
-    else:
-        extra = {k: v for k, v in event.items() if k not in {"kind", "char", "v"}}
-        text.append(str(kind))
-        if extra:
-            text.append(" " + " ".join(f"{k}={v}" for k, v in extra.items()), style="dim")
-    return text
+        line.append(f"v{event['v']:<4} ", style="dim")
+    body = Text()
+    for piece, field in text.segments(event):
+        body.append(piece, style=_style(field, piece))
+    if undone:
+        body.stylize("strike dim")
+        body.append(" (undone)", style="dim italic")
+    line.append_text(body)
+    return line
+
+
+def dying_note(c: dict[str, Any], state: dict[str, Any]) -> str:
+    """When a dying character next loses a PP (D5), in words."""
+    if c.get("condition") != "dying":
+        return ""
+    if c.get("dying_next") is None:  # in combat: at the end of its own turns
+        if c.get("dying_fresh"):
+            return "loses 1 PP at the end of its next turn (not this one)"
+        return "loses 1 PP at the end of its turn"
+    left = int(c["dying_next"]) - int(state.get("clock") or 0)
+    return f"loses 1 PP in {format_duration(left)}"
 
 
 def _bar(cur: int, maximum: int, style: str, width: int = 6) -> Text:
@@ -142,9 +111,16 @@ class WatchView:
         self.status = "connecting"
         self.detail = ""
         self.events: deque[dict[str, Any]] = deque(maxlen=feed_size)
+        self.names = Names()
+        self.text = EventText(self.names, history=self._events_of)
+
+    def _events_of(self, v: int) -> list[dict[str, Any]] | None:
+        found = [e for e in self.events if e.get("v") == v]
+        return found or None
 
     def render(self) -> Group:
         state = self.state or {}
+        self.names.update(state)
         head = Text()
         head.append(str(state.get("name") or "vtt-sync"), style="bold")
         if state.get("room"):
@@ -180,12 +156,16 @@ class WatchView:
                 act = c["activity"]
                 left = format_duration(act.get("ends", 0) - state.get("clock", 0))
                 notes.append(f"{REST_NAMES.get(act.get('kind'), act.get('kind'))}, {left} left")
+            dying = dying_note(c, state)
+            if dying:
+                notes.append(dying)
             if c.get("nonlethal"):
                 notes.append("nonlethal")
             if c.get("healer"):
                 notes.append(f"tended by {_name(state, c['healer'])}")
             owner = c.get("owner")
             who = Text(str(c.get("name", cid)), style="bold")
+            who.append(f" {cid}", style="dim")  # the id every command names
             who.append(f"\n{users.get(owner, {}).get('name', owner) if owner else 'GM'}", "dim")
             cond = Text(str(c.get("condition")), style=COND_STYLE.get(c.get("condition"), ""))
             chars.add_row(
@@ -210,7 +190,14 @@ class WatchView:
         else:
             order = Text("no combat", style="dim")
 
-        feed = Text("\n").join(format_event(e, state) for e in self.events) if self.events else None
+        undone = {e.get("undone") for e in self.events if e.get("kind") == "undo"}
+        feed = (
+            Text("\n").join(
+                format_event(e, state, self.text, e.get("v") in undone) for e in self.events
+            )
+            if self.events
+            else None
+        )
         return Group(
             Panel(head, border_style="cyan"),
             Panel(chars, title="Characters", title_align="left"),

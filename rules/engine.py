@@ -8,6 +8,7 @@ forbidden, then the handler's own conflict and rule refusals.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -298,6 +299,14 @@ def _named(a: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     return out
 
 
+def _did_you_mean(op: Any) -> str:
+    """A hint for a mistyped op: the nearest names of the room ops."""
+    if not isinstance(op, str):
+        return ""
+    near = difflib.get_close_matches(op[:64], [*OPS, *LOG_OPS], n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
 def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
     """Apply one command; return the new state, its events and its result.
 
@@ -306,7 +315,7 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
     """
     spec = OPS.get(op) if isinstance(op, str) else None
     if spec is None:
-        raise UnknownOp(f"unknown op {op!r}")
+        raise UnknownOp(f"unknown op {op!r}{_did_you_mean(op)}")
     a = check_args(op, spec.args, args)
     if spec.check is not None:
         spec.check(a)

@@ -69,7 +69,52 @@ class Arg:
     default: Any = None
 
 
-def _int(lo: int, hi: int) -> Callable[[str, Any], int]:
+@attrs.frozen
+class Kind:
+    """An argument kind: a checker (`kind(name, value)` returns the clean value
+    or raises InvalidArgs) that also says what it accepts, so the reference
+    (docs/operations.md) and `vtt-sync client cmd OP --help` are read from the
+    very objects that check, and cannot drift from them."""
+
+    check: Callable[[str, Any], Any] = attrs.field(repr=False)
+    type: str  # "integer", "text", "id", "boolean", "choice", "list", "map"
+    lo: int | None = None  # integers: smallest value; text and lists: shortest length
+    hi: int | None = None
+    options: tuple[str, ...] = ()  # choices; for maps, their keys
+    item: Kind | None = None  # lists and maps: the kind of each item
+    nullable: bool = False
+    note: str = ""  # what a bare range cannot say ("all six required")
+
+    def __call__(self, name: str, v: Any) -> Any:
+        return self.check(name, v)
+
+    def describe(self) -> str:
+        """The accepted values in a few words, e.g. "integer 0 to 1000000"."""
+        if self.type == "integer":
+            text = f"integer {self.lo} to {self.hi}"
+        elif self.type in ("text", "id"):
+            text = f"{self.type}, {self.lo} to {self.hi} characters"
+        elif self.type == "boolean":
+            text = "true or false"
+        elif self.type == "choice":
+            text = "one of " + ", ".join(self.options)
+        elif self.type == "list":
+            assert self.item is not None
+            text = f"list of {self.lo} to {self.hi} items, each {self.item.describe()}"
+        elif self.type == "map":
+            text = "map of " + ", ".join(self.options)
+            if self.item is not None:
+                text += f" (each {self.item.describe()})"
+        else:
+            text = self.type
+        if self.note:
+            text += f"; {self.note}"
+        if self.nullable:
+            text += "; or null"
+        return text
+
+
+def _int(lo: int, hi: int) -> Kind:
     def check(name: str, v: Any) -> int:
         # bool is an int subclass and floats are not counts: refuse both.
         if type(v) is not int:
@@ -78,10 +123,10 @@ def _int(lo: int, hi: int) -> Callable[[str, Any], int]:
             raise InvalidArgs(f"{name} must be between {lo} and {hi}, got {v}")
         return v
 
-    return check
+    return Kind(check, "integer", lo, hi)
 
 
-def _str(lo: int, hi: int) -> Callable[[str, Any], str]:
+def _str(lo: int, hi: int, type_: str = "text") -> Kind:
     def check(name: str, v: Any) -> str:
         if type(v) is not str:
             raise InvalidArgs(f"{name} must be a string, not {_kind(v)}")
@@ -91,25 +136,28 @@ def _str(lo: int, hi: int) -> Callable[[str, Any], str]:
             raise InvalidArgs(f"{name} must not contain control characters")
         return v
 
-    return check
+    return Kind(check, type_, lo, hi)
 
 
-def _bool(name: str, v: Any) -> bool:
+def _check_bool(name: str, v: Any) -> bool:
     if type(v) is not bool:
         raise InvalidArgs(f"{name} must be true or false, not {_kind(v)}")
     return v
 
 
-def _choice(*options: str) -> Callable[[str, Any], str]:
+_bool = Kind(_check_bool, "boolean")
+
+
+def _choice(*options: str) -> Kind:
     def check(name: str, v: Any) -> str:
         if v not in options or type(v) is not str:
             raise InvalidArgs(f"{name} must be one of {', '.join(options)}")
         return v
 
-    return check
+    return Kind(check, "choice", options=options)
 
 
-def _list(item: Callable[[str, Any], Any], lo: int, hi: int) -> Callable[[str, Any], list]:
+def _list(item: Kind, lo: int, hi: int) -> Kind:
     def check(name: str, v: Any) -> list:
         if type(v) is not list:
             raise InvalidArgs(f"{name} must be a list, not {_kind(v)}")
@@ -117,10 +165,10 @@ def _list(item: Callable[[str, Any], Any], lo: int, hi: int) -> Callable[[str, A
             raise InvalidArgs(f"{name} must hold {lo} to {hi} items")
         return [item(f"{name}[{i}]", x) for i, x in enumerate(v)]
 
-    return check
+    return Kind(check, "list", lo, hi, item=item)
 
 
-def _abilities(lo: int, hi: int, partial: bool) -> Callable[[str, Any], dict[str, int]]:
+def _abilities(lo: int, hi: int, partial: bool) -> Kind:
     score = _int(lo, hi)
 
     def check(name: str, v: Any) -> dict[str, int]:
@@ -134,7 +182,8 @@ def _abilities(lo: int, hi: int, partial: bool) -> Callable[[str, Any], dict[str
             raise InvalidArgs(f"{name} lacks {', '.join(missing)}")
         return {k: score(f"{name}.{k}", x) for k, x in v.items()}
 
-    return check
+    note = "any of them" if partial else "all six"
+    return Kind(check, "map", options=ABILITIES, item=score, note=note)
 
 
 def _kind(v: Any) -> str:
@@ -158,7 +207,7 @@ def optional(check: Callable[[str, Any], Any], default: Any = None) -> Arg:
 
 
 # The argument kinds used by the op table.
-ID = _str(1, MAX_ID)
+ID = _str(1, MAX_ID, "id")
 NAME = _str(1, MAX_NAME)
 AMOUNT = _int(0, MAX_AMOUNT)
 BOOL = _bool
@@ -183,17 +232,17 @@ ORDER = _list(ID, 1, MAX_ORDER)
 ROLLS = _list(D20, 1, MAX_QUEUED_ROLLS)
 
 
-def _nullable(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+def _nullable(kind: Kind) -> Kind:
     def inner(name: str, v: Any) -> Any:
-        return None if v is None else check(name, v)
+        return None if v is None else kind(name, v)
 
-    return inner
+    return attrs.evolve(kind, check=inner, nullable=True)
 
 
 OWNER = _nullable(ID)
 
 # update_character's `set` map: the fields a GM may correct, and their kinds.
-CORRECTABLE: dict[str, Callable[[str, Any], Any]] = {
+CORRECTABLE: dict[str, Kind] = {
     "name": NAME,
     "owner": OWNER,
     "level": LEVEL,
@@ -222,7 +271,9 @@ def _corrections(name: str, v: Any) -> dict[str, Any]:
     return {k: CORRECTABLE[k](f"{name}.{k}", x) for k, x in v.items()}
 
 
-CORRECTIONS = _corrections
+CORRECTIONS = Kind(
+    _corrections, "map", options=tuple(CORRECTABLE), note="one or more of these fields"
+)
 
 
 def check_args(op: str, spec: dict[str, Arg], args: Any) -> dict[str, Any]:
@@ -236,6 +287,12 @@ def check_args(op: str, spec: dict[str, Arg], args: Any) -> dict[str, Any]:
             f"{op}: unknown argument(s) {', '.join(map(repr, extra))}"
             f" (expected: {', '.join(spec) or 'none'})"
         )
+    # Every missing argument at once: a GM typing add_character should learn
+    # of all seven required ones in one answer, not one per attempt.
+    missing = [name for name, arg in spec.items() if arg.required and name not in args]
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        raise InvalidArgs(f"{op}: missing argument{plural} {', '.join(map(repr, missing))}")
     clean: dict[str, Any] = {}
     for name, arg in spec.items():
         if name in args:
@@ -244,8 +301,6 @@ def check_args(op: str, spec: dict[str, Arg], args: Any) -> dict[str, Any]:
                 clean[name] = arg.default
             else:
                 clean[name] = arg.check(name, value)
-        elif arg.required:
-            raise InvalidArgs(f"{op}: missing argument {name!r}")
         else:
             clean[name] = arg.default
     return clean

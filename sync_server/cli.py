@@ -38,8 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the sync server")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
-    s.add_argument("--data-dir", default="./vtt-data", help="where the database lives")
+    s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    s.add_argument(
+        "--data-dir",
+        default="./vtt-data",
+        help="where the database and the admin token live (default ./vtt-data)",
+    )
     s.add_argument("--demo", action="store_true", help="create (once) and print a demo room")
     s.add_argument(
         "--rate",

@@ -1,53 +1,54 @@
-// The vtt-sync tracker page: a live view of one room, with controls by role.
+// The vtt-sync tracker page: a live view of one room, with controls by role,
+// and for the GM the table's setup (room, people and their links, characters).
 // Room and token come from the URL fragment (#room=demo&token=...), which the
 // browser never sends to the server; the WebSocket URL is derived from location.
 
+import { EventText, Names, formatClock, formatDuration, loadTexts } from "./event-text.js";
 import { VttSyncClient } from "./vtt-sync-client.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
 const FEED_MAX = 200;
+const KEEP_PATCHES = 500; // versions whose events the page remembers (undo texts)
+const ABILITIES = ["str", "dex", "con", "int", "wis", "cha"];
 
 let client = null;
 const cards = new Map(); // char id -> card element
 let setupOrder = null; // GM's combat setup: [{id, on}]
+const names = new Names(); // names by id, kept after people leave
+const patchEvents = new Map(); // version -> its events (history and live)
+const patchBy = new Map(); // version -> the user who sent it
+const patchIds = new Map(); // version -> its command id
+const undone = new Set(); // versions undone since
+const sentOps = new Map(); // command ids this page sent -> op
+let eventText = null;
+let idCounter = 0;
+const idPrefix = `page-${crypto.getRandomValues(new Uint32Array(1))[0].toString(16)}`;
+
+// Error codes in plain words (the toast's title; its text is the server's message).
+const ERROR_TITLES = {
+  invalid_args: "Check the values",
+  not_found: "Not found",
+  forbidden: "Not allowed",
+  conflict: "Someone was quicker",
+  rule: "The rules say no",
+  rate_limited: "Too many clicks",
+  unknown_op: "Unknown command",
+  bad_frame: "Bad message",
+  internal: "Server trouble: try again",
+  timeout: "No answer from the server",
+};
 
 // --- formatting --------------------------------------------------------------
 
-const pad = (n) => String(n).padStart(2, "0");
-
-export function formatClock(seconds) {
-  const s = Math.max(0, Math.floor(seconds || 0));
-  const d = Math.floor(s / 86400);
-  const h = Math.floor((s % 86400) / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  return `${d ? `${d}d ` : ""}${d ? pad(h) : h}h ${pad(m)}m ${pad(sec)}s`;
-}
-
-function formatDuration(seconds) {
-  const s = Math.max(0, Math.floor(seconds));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? ` ${pad(s % 60)}s` : ""}`;
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  return `${h}h${m ? ` ${pad(m)}m` : ""}`;
-}
-
 const REST_NAMES = { short: "Short rest", night: "Night's rest", bed: "Bed rest" };
-const CHECK_NAMES = { medicine: "Medicine", constitution: "Constitution" };
 
 function charName(id) {
-  return client?.state?.characters?.[id]?.name ?? id ?? "?";
+  return names.char(id);
 }
 
 function userName(id) {
-  if (!id) return "—";
-  return client?.state?.users?.[id]?.name ?? id;
-}
-
-function signed(n) {
-  return n >= 0 ? `+${n}` : `${n}`;
+  return id ? names.user(id) : "—";
 }
 
 function el(tag, cls, text) {
@@ -57,116 +58,93 @@ function el(tag, cls, text) {
   return node;
 }
 
-/** One event as a feed line (DOM nodes, never innerHTML). */
+/** One event as a sentence (DOM nodes, never innerHTML): each field a span. */
 function describeEvent(ev) {
   const line = el("div", "line");
-  const add = (text, cls) => line.append(cls ? el("span", cls, text) : document.createTextNode(text));
-  const who = ev.char ? charName(ev.char) : null;
-  if (who) add(who, "who");
-  switch (ev.kind) {
-    case "roll": {
-      add(` ${CHECK_NAMES[ev.check] ?? ev.check ?? "check"}: `);
-      add(`d20 ${ev.d20}`, "die");
-      add(` ${signed(ev.mod ?? 0)}`, "mod");
-      if (ev.bonus) add(` ${signed(ev.bonus)}`, "bonus");
-      else add(" +0", "bonus");
-      add(" = ");
-      add(String(ev.total), "total");
-      add(ev.dc === null || ev.dc === undefined ? " (no DC)" : ` vs DC ${ev.dc}`, "dc");
-      add(" → ");
-      add(String(ev.outcome ?? ""), `outcome outcome-${ev.outcome}`);
-      if (ev.source === "queued" || ev.source === "gm") add(` (${ev.source} die)`, "muted");
-      break;
+  for (const [text, field] of eventText.segments(ev)) {
+    if (!field) {
+      line.append(document.createTextNode(text));
+      continue;
     }
-    case "damage": {
-      const parts = [];
-      if (ev.pe) parts.push(`${ev.pe} PE`);
-      if (ev.pv) parts.push(`${ev.pv} PV`);
-      add(` takes ${ev.amount}${ev.nonlethal ? " nonlethal" : ""} damage`);
-      if (parts.length) add(` (${parts.join(", ")})`, "muted");
-      break;
-    }
-    case "heal":
-      add(` healed ${ev.amount} (${signed(ev.pv ?? 0)} PV)${ev.stabilize ? ", stabilizing" : ""}`);
-      break;
-    case "condition":
-      add(" ");
-      add(ev.from, `badge small cond-${ev.from}`);
-      add(" → ");
-      add(ev.to, `badge small cond-${ev.to}`);
-      if (ev.cause) add(` ${String(ev.cause).replaceAll("_", " ")}`, "muted");
-      break;
-    case "pp":
-      add(` ${signed(ev.delta)} PP`);
-      if (ev.cause) add(` ${String(ev.cause).replaceAll("_", " ")}`, "muted");
-      break;
-    case "clock":
-      add(`Clock ${formatClock(ev.from)} → ${formatClock(ev.to)}`);
-      break;
-    case "combat":
-      add(ev.outcome === "start" ? `Combat starts: ${(ev.order || []).map(charName).join(", ")}` : "Combat ends");
-      break;
-    case "turn":
-      add(` — round ${ev.round}, their turn`);
-      break;
-    case "rest":
-      add(` ${REST_NAMES[ev.rest] ?? ev.rest}: ${String(ev.outcome).replaceAll("_", " ")}`);
-      if (ev.cause) add(` (${String(ev.cause).replaceAll("_", " ")})`, "muted");
-      break;
-    case "recover":
-      add(` recovers ${signed(ev.pv ?? 0)} PV, ${signed(ev.pe ?? 0)} PE, ${signed(ev.pp ?? 0)} PP`);
-      break;
-    case "tend":
-      add(ev.outcome === "start" ? ` tends ${charName(ev.patient)}` : ` stops tending ${charName(ev.patient)}`);
-      break;
-    case "ability":
-      add(` ${String(ev.ability).toUpperCase()} damage ${signed(ev.delta ?? 0)} (now ${ev.damage}, mod ${signed(ev.mod ?? 0)})`);
-      break;
-    case "character":
-      add(` ${ev.change}`);
-      break;
-    case "user":
-      add(`User ${ev.name ?? userName(ev.user)} ${String(ev.change).replaceAll("_", " ")}`);
-      break;
-    case "rolls_queued":
-      add(`Queued d20s: ${(ev.rolls || []).join(", ")}`);
-      break;
-    default: {
-      const rest = Object.entries(ev)
-        .filter(([k]) => !["kind", "char", "v"].includes(k))
-        .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)
-        .join(" ");
-      add(`${who ? " " : ""}${ev.kind}${rest ? ` ${rest}` : ""}`);
-    }
+    const span = el("span", `v v-${field}`, text);
+    const raw = ev[field];
+    if (typeof raw === "string" || typeof raw === "number") span.dataset.value = String(raw);
+    line.append(span);
   }
   return line;
 }
 
+function sentence(ev) {
+  return eventText.sentence(ev);
+}
+
+function remember(patch) {
+  patchEvents.set(patch.v, patch.events || []);
+  if (patch.by) patchBy.set(patch.v, patch.by);
+  if (patch.id) patchIds.set(patch.v, patch.id);
+  for (const ev of patch.events || []) if (ev.kind === "undo" && Number.isInteger(ev.undone)) undone.add(ev.undone);
+  if (patchEvents.size > KEEP_PATCHES) {
+    const oldest = Math.min(...patchEvents.keys());
+    patchEvents.delete(oldest);
+    patchBy.delete(oldest);
+    patchIds.delete(oldest);
+  }
+}
+
 // --- notices -----------------------------------------------------------------
 
-function toast(kind, title, message) {
+function toast(kind, title, message, code = null) {
   const box = el("div", `toast ${kind}`);
   box.setAttribute("role", kind === "error" ? "alert" : "status");
-  if (kind === "error") box.dataset.code = title;
+  if (code) box.dataset.code = code;
   box.append(el("strong", "toast-title", title));
   if (message) box.append(el("span", "toast-msg", message));
   box.addEventListener("click", () => box.remove());
   $("#errors").prepend(box);
   while ($("#errors").children.length > 4) $("#errors").lastElementChild.remove();
-  setTimeout(() => box.remove(), kind === "error" ? 10000 : 2500);
+  setTimeout(() => box.remove(), kind === "error" ? 10000 : 4000);
 }
 
-async function run(op, args, button) {
+function errorToast(code, message) {
+  toast("error", ERROR_TITLES[code] ?? "Refused", message, code);
+}
+
+/** A modal question; resolves true when confirmed. `lines` are shown as a list. */
+function confirmDialog(title, lines, okLabel) {
+  const dialog = $("#confirm");
+  $("#confirm-title").textContent = title;
+  $("#confirm-body").replaceChildren(...lines.map((line) => el("li", null, line)));
+  $("#confirm-ok").textContent = okLabel;
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.returnValue = "";
+    dialog.showModal();
+    $("#confirm-ok").focus();
+  });
+}
+
+async function run(op, args, button, resultBox = null) {
   if (!client) return null;
   if (button) button.disabled = true;
+  const id = `${idPrefix}-${++idCounter}`;
+  sentOps.set(id, op);
   try {
-    return await client.command(op, args);
+    const ack = await client.command(op, args, { id });
+    if (resultBox) showResult(resultBox, ack);
+    return ack;
   } catch (err) {
-    toast("error", err.code || "error", err.serverMessage || err.message);
+    errorToast(err.code || "error", err.serverMessage || err.message);
     return null;
   } finally {
     if (button) button.disabled = false;
   }
+}
+
+/** What a command did, right where it was asked (a card): its events' sentences. */
+function showResult(box, ack) {
+  const events = patchEvents.get(ack.v) || [];
+  box.replaceChildren(...events.map((ev) => describeEvent(ev)));
+  box.hidden = events.length === 0;
 }
 
 // --- rendering ---------------------------------------------------------------
@@ -177,6 +155,11 @@ function isGM() {
 
 function canAct(c) {
   return isGM() || (!!c.owner && c.owner === client.user);
+}
+
+/** Is this character the user's to play (their own; the GM's own NPCs for the GM)? */
+function isMine(c) {
+  return (!!c.owner && c.owner === client.user) || (isGM() && !c.owner);
 }
 
 function setBar(stat, cur, max) {
@@ -200,48 +183,63 @@ function makeCard(id) {
 
 function onCardAction(id, action, card, btn) {
   const amount = Number.parseInt($(".amount", card).value, 10);
+  const result = $(".card-result", card);
+  const act = (op, args) => run(op, args, btn, result);
   switch (action) {
     case "damage":
-    case "heal": {
+    case "heal":
+    case "ability_damage":
+    case "ability_restore": {
       if (!Number.isFinite(amount) || amount < 0) {
-        toast("error", "invalid_args", "Enter an amount of 0 or more.");
+        errorToast("invalid_args", "Enter an amount of 0 or more.");
         return;
       }
       const args = { char: id, amount };
       if (action === "damage" && $(".opt-nonlethal", card).checked) args.nonlethal = true;
-      run(action, args, btn);
+      if (action.startsWith("ability_")) args.ability = $(".ability", card).value;
+      act(action, args);
       break;
     }
     case "stabilize":
     case "stay_in_fight":
     case "stop_rest":
-      run(action, { char: id }, btn);
+      act(action, { char: id });
       break;
     case "rest":
-      run("rest", { char: id, kind: $(".rest-kind", card).value }, btn);
+      act("rest", { char: id, kind: $(".rest-kind", card).value });
       break;
     case "first_aid": {
       const medic = $(".medic", card).value;
-      if (medic) run("first_aid", { char: medic, patient: id }, btn);
+      if (medic) act("first_aid", { char: medic, patient: id });
       break;
     }
     case "tend": {
       const healer = $(".healer-pick", card).value;
-      if (healer) run("tend", { char: healer, patient: id }, btn);
+      if (healer) act("tend", { char: healer, patient: id });
       break;
     }
     case "untend":
-      run("untend", { patient: id }, btn);
+      act("untend", { patient: id });
       break;
     default:
       break;
   }
 }
 
+/** When a dying character next loses a PP (D5), in words. */
+function dyingNote(c, state) {
+  if (c.condition !== "dying") return "";
+  if (c.dying_next === null || c.dying_next === undefined) {
+    return c.dying_fresh ? "loses 1 PP at the end of its next turn" : "loses 1 PP at the end of its turn";
+  }
+  return `loses 1 PP in ${formatDuration(c.dying_next - state.clock)}`;
+}
+
 function updateCard(card, id, c, state) {
   $(".name", card).textContent = c.name;
   $(".level", card).textContent = `Level ${c.level}`;
   $(".owner", card).textContent = c.owner ? userName(c.owner) : "GM";
+  $(".char-id", card).textContent = id;
   const cond = $(".condition", card);
   cond.textContent = c.condition;
   cond.className = `condition badge cond-${c.condition}`;
@@ -254,6 +252,9 @@ function updateCard(card, id, c, state) {
   card.classList.toggle("current-turn", current === id);
   card.classList.toggle("mine", !!c.owner && c.owner === client.user);
 
+  const dying = $(".dying-next", card);
+  dying.textContent = dyingNote(c, state);
+  dying.hidden = !dying.textContent;
   const activity = $(".activity", card);
   if (c.activity) {
     const left = c.activity.ends - state.clock;
@@ -329,9 +330,22 @@ function fillPicker(select, entries) {
   }
 }
 
+/** Character order: for a player their own first (what concerns them), then the table's. */
+function orderedCharacters(state) {
+  const mineFirst = client.role === "player";
+  return Object.entries(state.characters || {}).sort((a, b) => {
+    if (mineFirst) {
+      const ma = a[1].owner === client.user ? 0 : 1;
+      const mb = b[1].owner === client.user ? 0 : 1;
+      if (ma !== mb) return ma - mb;
+    }
+    return (a[1].seq ?? 0) - (b[1].seq ?? 0);
+  });
+}
+
 function renderCharacters(state) {
   const box = $("#characters");
-  const entries = Object.entries(state.characters || {}).sort((a, b) => (a[1].seq ?? 0) - (b[1].seq ?? 0));
+  const entries = orderedCharacters(state);
   const seen = new Set();
   for (const [id, c] of entries) {
     seen.add(id);
@@ -350,7 +364,33 @@ function renderCharacters(state) {
     }
   }
   $("#no-characters").hidden = entries.length > 0;
+  $("#no-characters").textContent = isGM()
+    ? "No characters yet: open Table setup, then New character."
+    : "No characters in this room yet.";
   $("#char-count").textContent = entries.length ? `(${entries.length})` : "";
+}
+
+/** Whose turn it is, on top of the page: "Your turn" when it is the user's to play. */
+function renderTurn(state) {
+  const combat = state.combat;
+  const banner = $("#turn-banner");
+  const current = combat ? combat.order[combat.turn] : null;
+  const c = current ? state.characters[current] : null;
+  if (!combat || !c) {
+    banner.hidden = true;
+    delete banner.dataset.mine;
+    return;
+  }
+  const mine = isMine(c);
+  banner.hidden = false;
+  banner.dataset.mine = String(mine);
+  banner.dataset.char = current;
+  $("#turn-text").textContent = mine
+    ? `Your turn: ${c.name} (round ${combat.round})`
+    : `${c.name}'s turn (round ${combat.round})`;
+  const end = $("#turn-end");
+  end.hidden = !canAct(c);
+  end.textContent = `End ${c.name}'s turn`;
 }
 
 function renderCombat(state) {
@@ -428,9 +468,257 @@ function moveSetup(i, delta) {
   if (client.state) renderSetup(client.state);
 }
 
+// --- the GM's table setup ------------------------------------------------------
+
+let setupOpened = false;
+
+function renderTableSetup(state) {
+  const box = $("#setup");
+  box.hidden = !isGM();
+  if (box.hidden) return;
+  if (!setupOpened) {
+    setupOpened = true; // open it once on arrival when the table is still empty
+    box.open = Object.keys(state.characters || {}).length === 0;
+  }
+  const form = $("#room-form");
+  if (!form.contains(document.activeElement)) {
+    form.name.value = state.name ?? "";
+    form.round_seconds.value = String(state.round_seconds ?? 6);
+  }
+  const people = Object.entries(state.users || {});
+  $("#people").replaceChildren(
+    ...people.map(([uid, u]) => {
+      const li = el("li", "person");
+      li.dataset.user = uid;
+      li.append(el("span", "person-name", u.name), el("span", "muted small", ` ${u.role} · ${uid}`));
+      if (uid === client.user) li.append(el("span", "muted small", " (you)"));
+      else {
+        const rotate = el("button", "icon", "New link");
+        rotate.dataset.action = "rotate_token";
+        rotate.title = "A new link for them; the old one stops working";
+        const remove = el("button", "icon danger", "Remove");
+        remove.dataset.action = "remove_user";
+        remove.title = "Revoke their link";
+        li.append(rotate, remove);
+      }
+      return li;
+    }),
+  );
+  const chars = Object.entries(state.characters || {}).sort((a, b) => (a[1].seq ?? 0) - (b[1].seq ?? 0));
+  $("#setup-chars").replaceChildren(
+    ...chars.map(([cid, c]) => {
+      const li = el("li", "setup-char");
+      li.dataset.char = cid;
+      li.append(el("span", "person-name", c.name), el("code", "char-id", cid));
+      li.append(el("span", "muted small", ` ${c.owner ? userName(c.owner) : "GM"}`));
+      const edit = el("button", "icon", "Edit");
+      edit.dataset.action = "edit";
+      const remove = el("button", "icon danger", "Remove");
+      remove.dataset.action = "remove_character";
+      li.append(edit, remove);
+      return li;
+    }),
+  );
+}
+
+function linkFor(token) {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const next = new URLSearchParams({ room: client.room, token });
+  if (params.get("ws")) next.set("ws", params.get("ws"));
+  return `${location.origin}${location.pathname}#${next}`;
+}
+
+function showLink(who, token) {
+  $("#link-who").textContent = who;
+  $("#link-url").value = linkFor(token);
+  $("#link-box").hidden = false;
+  $("#link-url").select();
+}
+
+async function copyLink() {
+  const input = $("#link-url");
+  try {
+    await navigator.clipboard.writeText(input.value);
+  } catch {
+    input.select();
+    document.execCommand("copy"); // http pages other than localhost have no clipboard API
+  }
+  toast("ok", "Link copied", "");
+}
+
+function wireTableSetup() {
+  $("#room-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const form = ev.currentTarget;
+    const state = client.state;
+    const args = {};
+    const name = form.name.value.trim();
+    const round = Number.parseInt(form.round_seconds.value, 10);
+    if (name && name !== state.name) args.name = name;
+    if (Number.isFinite(round) && round !== state.round_seconds) args.round_seconds = round;
+    if (!Object.keys(args).length) return toast("ok", "Nothing changed", "");
+    run("update_room", args, ev.submitter);
+  });
+  $("#invite-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const form = ev.currentTarget;
+    const name = form.name.value.trim();
+    const ack = await run("add_user", { name, role: form.role.value }, ev.submitter);
+    if (ack?.result?.token) {
+      form.reset();
+      showLink(name, ack.result.token);
+    }
+  });
+  $("#link-copy").addEventListener("click", copyLink);
+  $("#people").addEventListener("click", async (ev) => {
+    const btn = ev.target.closest("button[data-action]");
+    if (!btn) return;
+    const uid = btn.closest("[data-user]").dataset.user;
+    const who = userName(uid);
+    if (btn.dataset.action === "rotate_token") {
+      const ok = await confirmDialog(`A new link for ${who}?`, [`Their current link stops working at once.`], "New link");
+      if (!ok) return;
+      const ack = await run("rotate_token", { user: uid }, btn);
+      if (ack?.result?.token) showLink(who, ack.result.token);
+    } else {
+      const lines = [`Their link stops working; their characters go back to the GM.`];
+      if (await confirmDialog(`Remove ${who}?`, lines, "Remove")) run("remove_user", { user: uid }, btn);
+    }
+  });
+  $("#setup-chars").addEventListener("click", async (ev) => {
+    const btn = ev.target.closest("button[data-action]");
+    if (!btn) return;
+    const cid = btn.closest("[data-char]").dataset.char;
+    if (btn.dataset.action === "edit") openCharForm(cid);
+    else {
+      const lines = ["Its sheet and its place in the combat go. Undo brings it back."];
+      if (await confirmDialog(`Remove ${charName(cid)}?`, lines, "Remove")) run("remove_character", { char: cid }, btn);
+    }
+  });
+  $("#new-char").addEventListener("click", () => openCharForm(null));
+  $("#char-form").addEventListener("submit", onCharSubmit);
+}
+
+let editing = null; // the character id the form edits, null for a new one
+
+function openCharForm(cid) {
+  editing = cid;
+  const form = $("#char-form");
+  const state = client.state;
+  const owner = form.owner;
+  // players first; the others too, so that editing never drops an owner
+  const users = Object.entries(state.users || {}).sort((a, b) => (a[1].role === "player" ? 0 : 1) - (b[1].role === "player" ? 0 : 1));
+  owner.replaceChildren(
+    new Option("GM (nobody)", ""),
+    ...users.map(([uid, u]) => new Option(u.role === "player" ? u.name : `${u.name} (${u.role})`, uid)),
+  );
+  form.reset();
+  $$(".edit-only", form).forEach((n) => (n.hidden = cid === null));
+  $("#char-form-title").textContent = cid === null ? "New character" : `Edit ${charName(cid)} (${cid})`;
+  $("#char-save").textContent = cid === null ? "Create" : "Save";
+  if (cid !== null) {
+    const c = state.characters[cid];
+    const values = { ...c, ...c.abilities, pe_max: c.pe_max_base ?? c.pe_max, owner: c.owner ?? "" };
+    for (const input of form.elements) if (input.name && input.name in values) input.value = String(values[input.name]);
+  }
+  $("#char-dialog").showModal();
+  form.name.focus();
+}
+
+function readCharForm(form) {
+  const num = (name) => Number.parseInt(form[name].value, 10);
+  const sheet = {
+    name: form.name.value.trim(),
+    level: num("level"),
+    pv_max: num("pv_max"),
+    pe_max: num("pe_max"),
+    pp_max: num("pp_max"),
+    medicine: num("medicine"),
+    abilities: Object.fromEntries(ABILITIES.map((a) => [a, num(a)])),
+    owner: form.owner.value || null,
+  };
+  if (editing !== null) for (const k of ["pv", "pe", "pp"]) sheet[k] = num(k);
+  return sheet;
+}
+
+async function onCharSubmit(ev) {
+  ev.preventDefault();
+  const form = ev.currentTarget;
+  if (ev.submitter?.value === "cancel") return $("#char-dialog").close();
+  if (!form.reportValidity()) return;
+  const sheet = readCharForm(form);
+  let ack;
+  if (editing === null) {
+    if (sheet.owner === null) delete sheet.owner;
+    ack = await run("add_character", sheet, ev.submitter);
+    if (ack) toast("ok", `${sheet.name} joins the table`, `id ${ack.result.char}`);
+  } else {
+    const c = client.state.characters[editing];
+    const current = { ...c, pe_max: c.pe_max_base ?? c.pe_max };
+    const set = {};
+    for (const [k, v] of Object.entries(sheet)) {
+      if (k === "abilities") {
+        const changed = Object.fromEntries(Object.entries(v).filter(([a, s]) => c.abilities[a] !== s));
+        if (Object.keys(changed).length) set.abilities = changed;
+      } else if (current[k] !== v) set[k] = v;
+    }
+    if (!Object.keys(set).length) return $("#char-dialog").close();
+    ack = await run("update_character", { char: editing, set }, ev.submitter);
+  }
+  if (ack) $("#char-dialog").close();
+}
+
+// --- undo ---------------------------------------------------------------------
+
+/** The version undo would revert, among those the page knows: the newest one
+ * not undone yet whose command can be undone (user and token commands, and
+ * undos themselves, are skipped, as the server does). */
+function undoTarget() {
+  const versions = [...patchEvents.keys()].sort((a, b) => b - a);
+  for (const v of versions) {
+    if (undone.has(v)) continue;
+    const kinds = (patchEvents.get(v) || []).map((e) => e.kind);
+    if (kinds.length && kinds.every((k) => k === "user" || k === "undo")) continue;
+    return v;
+  }
+  return null;
+}
+
+async function onUndo(btn) {
+  const v = undoTarget();
+  let title = "Undo the latest command?";
+  let lines = ["It is reverted as a new version; undo again to walk further back."];
+  if (v !== null) {
+    const events = patchEvents.get(v) || [];
+    const op = sentOps.get(patchIds.get(v)); // known for this page's own commands only
+    const by = patchBy.get(v);
+    const said = op ? eventText.command(op, events) : null;
+    title = said ? `Undo ${said}?` : `Undo version ${v}${by ? ` by ${userName(by)}` : ""}?`;
+    lines = events.length ? events.map(sentence) : lines;
+  }
+  if (!(await confirmDialog(title, lines, "Undo"))) return;
+  const ack = await run("undo", {}, btn);
+  if (!ack) return;
+  const ev = (patchEvents.get(ack.v) || []).find((e) => e.kind === "undo");
+  toast("ok", ev ? sentence(ev) : `Undid version ${ack.result?.undone}`, "");
+}
+
+function markUndone() {
+  for (const li of $$("#feed li.event")) {
+    const isUndone = undone.has(Number(li.dataset.v));
+    if (isUndone && !li.classList.contains("undone")) {
+      li.classList.add("undone");
+      $(".stamp", li).append(el("span", "undone-tag", " · undone"));
+    }
+  }
+}
+
+// --- the page ------------------------------------------------------------------
+
 function render() {
   const state = client.state;
   if (!state) return;
+  names.update(state);
   document.body.dataset.role = client.role || "";
   $("#room-name").textContent = state.name || state.room;
   $("#room-id").textContent = state.room;
@@ -443,6 +731,8 @@ function render() {
   const queued = state.queued_rolls || [];
   $("#queued-rolls").textContent = queued.length ? `queued: ${queued.join(", ")}` : "no queued d20";
   $('[data-seconds="round"]').title = `One round (${state.round_seconds ?? 6} s)`;
+  renderTurn(state);
+  renderTableSetup(state);
   renderCharacters(state);
   renderCombat(state);
 }
@@ -460,6 +750,7 @@ function eventItem(ev, patch) {
 
 /** Newest patch first; the events of one patch in their order. */
 function addPatch(patch) {
+  remember(patch);
   const events = patch.events || [];
   if (!events.length) return;
   const feed = $("#feed");
@@ -468,6 +759,7 @@ function addPatch(patch) {
   feed.prepend(block);
   while (feed.children.length > FEED_MAX) feed.lastElementChild.remove();
   $("#no-events").hidden = true;
+  markUndone();
 }
 
 function setStatus(status, detail) {
@@ -484,7 +776,7 @@ function setStatus(status, detail) {
   pill.title = detail || "";
   const banner = $("#conn-error");
   if (status === "failed") {
-    banner.textContent = `Connection refused: ${detail}. Check the room and token in the address.`;
+    $("#conn-error-text").textContent = `This link does not open the table: ${detail}.`;
     banner.hidden = false;
   } else if (status === "connected") {
     banner.hidden = true;
@@ -492,6 +784,12 @@ function setStatus(status, detail) {
 }
 
 // --- global controls ---------------------------------------------------------
+
+function endCurrentTurn(button) {
+  const combat = client?.state?.combat;
+  if (!combat) return;
+  run("end_turn", { char: combat.order[combat.turn], round: combat.round }, button);
+}
 
 function wireControls() {
   $("#gm-controls").addEventListener("click", (ev) => {
@@ -505,7 +803,7 @@ function wireControls() {
     } else if (action === "advance-custom") {
       const seconds = Number.parseInt($("#advance-seconds").value, 10);
       if (!Number.isFinite(seconds) || seconds <= 0) {
-        toast("error", "invalid_args", "Enter a number of seconds above 0.");
+        errorToast("invalid_args", "Enter a number of seconds above 0.");
         return;
       }
       run("advance_clock", { seconds }, btn);
@@ -515,57 +813,84 @@ function wireControls() {
         .filter(Boolean)
         .map((x) => Number.parseInt(x, 10));
       if (!rolls.length || rolls.some((r) => !Number.isInteger(r))) {
-        toast("error", "invalid_args", "Enter natural d20 results, e.g. 12, 4, 18.");
+        errorToast("invalid_args", "Enter natural d20 results, e.g. 12, 4, 18.");
         return;
       }
       run("queue_rolls", { rolls }, btn).then((ack) => {
         if (ack) $("#queue-rolls").value = "";
       });
     } else if (action === "undo") {
-      run("undo", {}, btn).then((ack) => ack && toast("ok", "Undone", `now v${ack.v}`));
+      onUndo(btn);
     }
   });
-  $("#end-turn").addEventListener("click", (ev) => {
-    const combat = client?.state?.combat;
-    if (!combat) return;
-    run("end_turn", { char: combat.order[combat.turn], round: combat.round }, ev.currentTarget);
-  });
+  $("#end-turn").addEventListener("click", (ev) => endCurrentTurn(ev.currentTarget));
+  $("#turn-end").addEventListener("click", (ev) => endCurrentTurn(ev.currentTarget));
   $("#combat-end").addEventListener("click", (ev) => run("combat_end", {}, ev.currentTarget));
   $("#combat-start").addEventListener("click", (ev) => {
     const order = (setupOrder || []).filter((x) => x.on).map((x) => x.id);
     if (!order.length) {
-      toast("error", "invalid_args", "Tick at least one combatant.");
+      errorToast("invalid_args", "Tick at least one combatant.");
       return;
     }
     run("combat_start", { order }, ev.currentTarget);
   });
+  wireTableSetup();
 }
 
 // --- start -------------------------------------------------------------------
 
-function start() {
+/** The login form: a pasted link (…#room=x&token=y) or a room and a token. */
+function showLogin(room) {
+  const form = $("#login");
+  form.hidden = false;
+  $("#app").hidden = true;
+  if (room) form.room.value = room;
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const raw = form.token.value.trim();
+    const fromLink = raw.includes("#") ? new URLSearchParams(raw.slice(raw.indexOf("#") + 1)) : null;
+    const next = fromLink?.get("token")
+      ? fromLink
+      : new URLSearchParams({ room: form.room.value.trim(), token: raw });
+    if (!next.get("room")) {
+      errorToast("invalid_args", "Give the room too, or paste the whole link.");
+      return;
+    }
+    location.hash = next.toString();
+    location.reload();
+  });
+}
+
+async function start() {
   const params = new URLSearchParams(location.hash.slice(1));
   const room = params.get("room");
   const token = params.get("token");
+  $("#conn-error-back").addEventListener("click", () => {
+    client?.close?.();
+    history.replaceState(null, "", location.pathname);
+    $("#conn-error").hidden = true;
+    showLogin(room);
+  });
   if (!room || !token) {
-    const form = $("#login");
-    form.hidden = false;
-    if (room) form.room.value = room;
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      const next = new URLSearchParams({ room: form.room.value.trim(), token: form.token.value.trim() });
-      location.hash = next.toString();
-      location.reload();
-    });
+    showLogin(room);
     return;
   }
+  let texts;
+  try {
+    texts = await loadTexts();
+  } catch (err) {
+    // events then read as their kind; the table still works
+    texts = { labels: {}, events: {}, unknown: "{kind|words}", commands: { fallback: "{op|words} (v{undone})" } };
+    toast("error", "Event texts missing", String(err.message || err));
+  }
+  eventText = new EventText(texts, names, (v) => patchEvents.get(v) ?? null);
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const url = params.get("ws") || `${scheme}//${location.host}/`;
   client = new VttSyncClient({ url, token, room });
   window.vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);
+  client.on("patch", addPatch); // before "state": a card's result finds its events
   client.on("state", render);
-  client.on("patch", addPatch);
   let backfilled = false;
   client.on("welcome", () => {
     if (backfilled) return;
@@ -574,15 +899,17 @@ function start() {
       const feed = $("#feed");
       const shown = new Set($$("li.event", feed).map((li) => li.dataset.v));
       const block = document.createDocumentFragment();
+      for (const patch of patches) remember(patch);
       for (const patch of [...patches].reverse()) {
         if (shown.has(String(patch.v))) continue;
         for (const ev of patch.events || []) block.append(eventItem(ev, patch));
       }
       feed.append(block);
       if (feed.children.length) $("#no-events").hidden = true;
+      markUndone();
     });
   });
-  client.on("error", (frame) => toast("error", frame.code || "error", frame.message || ""));
+  client.on("error", (frame) => errorToast(frame.code || "error", frame.message || ""));
   wireControls();
   window.addEventListener("online", () => client.retryNow());
   $("#app").hidden = false;

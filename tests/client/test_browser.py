@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from client_stub import Client
 from tests.helpers.live_table import ROOM, LiveTable
 
-pytestmark = pytest.mark.timeout(90)
+# One Chromium for the module (a launch costs about a second), so the tests
+# and their fixtures share the module's event loop.
+pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -53,8 +57,8 @@ def _require_browser() -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def chromium() -> AsyncIterator[Any]:
     _require_browser()
     from playwright.async_api import async_playwright
 
@@ -64,6 +68,20 @@ async def browser() -> AsyncIterator[Any]:
             yield b
         finally:
             await b.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def browser(chromium: Any) -> AsyncIterator[Any]:
+    """The shared Chromium; the pages a test opened are closed after it."""
+    yield chromium
+    for ctx in chromium.contexts:
+        await ctx.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def table(tmp_path: Path) -> AsyncIterator[LiveTable]:
+    async with LiveTable(tmp_path / "data") as t:
+        yield t
 
 
 async def open_page(browser: Any, url: str, width: int = 1280, height: int = 900) -> Any:
@@ -138,10 +156,16 @@ async def test_gm_page_player_page_and_python_client_stay_in_sync(
             await gm.click(f'{aline} button[data-action="first_aid"]')
             roll = player.locator('#feed li.event[data-kind="roll"]').first
             await expect(roll).to_be_visible(timeout=SYNC_MS)
-            for part in (".die", ".mod", ".bonus", ".total", ".dc", ".outcome"):
+            for part in (".v-d20", ".v-mod", ".v-total", ".v-dc", ".v-outcome"):
                 await expect(roll.locator(part)).to_have_count(1)
-            await expect(roll.locator(".dc")).to_contain_text("DC 15")
-            await expect(roll.locator(".die")).to_contain_text("d20")
+            await expect(roll.locator(".v-dc")).to_have_text("15")
+            await expect(roll).to_contain_text("Bastien rolls Medicine for Aline: d20 ")
+            # the roll's result also shows where the GM clicked: Aline's card
+            result = gm.locator(f"{aline} .card-result")
+            await expect(result).to_contain_text("Bastien rolls Medicine for Aline: d20 ")
+            assert (await result.locator(".v-total").inner_text()) == (
+                await roll.locator(".v-total").inner_text()
+            )
 
             # the three mirrors agree with the server
             v, state = await table.state()
@@ -167,8 +191,13 @@ async def test_gm_page_player_page_and_python_client_stay_in_sync(
     # 6. server errors are shown: a d20 of 25 is out of range
     await gm.fill("#queue-rolls", "25")
     await gm.click("#queue-rolls-btn")
-    await expect(gm.locator(".toast.error")).to_be_visible(timeout=SYNC_MS)
-    await expect(gm.locator(".toast.error")).to_contain_text("invalid_args")
+    toast = gm.locator(".toast.error")
+    await expect(toast).to_be_visible(timeout=SYNC_MS)
+    await expect(toast.locator(".toast-title")).to_have_text("Check the values")  # plain words
+    await expect(toast.locator(".toast-msg")).to_have_text(
+        "rolls[0] must be between 1 and 20, got 25"
+    )
+    await expect(toast).to_have_attribute("data-code", "invalid_args")
 
     # 7. phone width: nothing overflows horizontally
     width = await player.evaluate("document.documentElement.scrollWidth")
@@ -206,7 +235,7 @@ async def test_observer_has_no_controls_and_page_survives_a_restart(
     assert obs.js_errors == []
 
 
-async def test_bad_token_is_shown(browser: Any, table: LiveTable) -> None:
+async def test_bad_token_is_shown_with_a_way_back(browser: Any, table: LiveTable) -> None:
     from playwright.async_api import expect
 
     ctx = await browser.new_context()
@@ -215,6 +244,13 @@ async def test_bad_token_is_shown(browser: Any, table: LiveTable) -> None:
     await expect(page.locator("#conn-error")).to_be_visible()
     await expect(page.locator("#conn-error")).to_contain_text("4401")
     await expect(page.locator("#status")).to_have_attribute("data-status", "failed")
+    # the way back: paste the right link into the form
+    await page.click("#conn-error-back")
+    await expect(page.locator("#login")).to_be_visible()
+    await page.fill('#login [name="token"]', table.page("p2"))
+    await page.click('#login button[type="submit"]')
+    await expect(page.locator("#status")).to_have_attribute("data-status", "connected")
+    await expect(page.locator("#whoami")).to_have_text("Bastien's player · player")
 
 
 async def test_new_page_shows_the_recent_log(browser: Any, table: LiveTable) -> None:
@@ -228,9 +264,9 @@ async def test_new_page_shows_the_recent_log(browser: Any, table: LiveTable) -> 
     page = await open_page(browser, table.page("p3"))
     roll = page.locator('#feed li.event[data-kind="roll"]')
     await expect(roll).to_have_count(1)
-    await expect(roll.locator(".die")).to_have_text("d20 17")
-    await expect(roll.locator(".total")).to_have_text("18")
-    await expect(roll.locator(".outcome")).to_have_text("success")
+    await expect(roll.locator(".v-d20")).to_have_text("17")
+    await expect(roll.locator(".v-total")).to_have_text("18")
+    await expect(roll.locator(".v-outcome")).to_have_text("success")
     # the log reads newest first: the condition change comes after (above) the damage
     kinds = await page.locator("#feed li.event").evaluate_all("els => els.map(e => e.dataset.kind)")
     assert kinds.index("roll") < kinds.index("damage")
@@ -304,3 +340,237 @@ async def test_browser_client_fills_a_gap_and_resends_after_reconnect(browser: A
         assert page.js_errors == []
     finally:
         await srv.stop()
+
+
+async def test_gm_sets_up_the_table_and_the_invited_player_link_works(
+    browser: Any, table: LiveTable
+) -> None:
+    """From the GM's page only: the room's name, a player invited (a link to
+    copy), a character created for them with every sheet field, its id shown,
+    an edit, a removal, ability damage; the player's link opens their seat."""
+    from playwright.async_api import expect
+
+    gm = await open_page(browser, table.page("gm"))
+    await gm.click("#setup summary")
+    room_form = gm.locator("#room-form")
+    await room_form.locator('[name="name"]').fill("Thursday table")
+    await room_form.locator('button[type="submit"]').click()
+    await expect(gm.locator("#room-name")).to_have_text("Thursday table", timeout=SYNC_MS)
+
+    # invite: a link with the token in the fragment
+    await gm.fill('#invite-form [name="name"]', "Dana")
+    await gm.select_option('#invite-form [name="role"]', "player")
+    await gm.click('#invite-form button[type="submit"]')
+    await expect(gm.locator("#link-box")).to_be_visible(timeout=SYNC_MS)
+    await expect(gm.locator("#link-who")).to_have_text("Dana")
+    link = await gm.locator("#link-url").input_value()
+    assert link.startswith(f"{table.http_url}#room={ROOM}&token=")
+    _, state = await table.state()
+    dana = next(uid for uid, u in state["users"].items() if u["name"] == "Dana")
+    await expect(gm.locator(f'#people [data-user="{dana}"]')).to_contain_text("player")
+
+    # a character for Dana, from the form
+    await gm.click("#new-char")
+    form = gm.locator("#char-form")
+    await expect(form).to_be_visible()
+    fields = {"name": "Eve", "level": "2", "pv_max": "12", "pe_max": "8", "pp_max": "3"}
+    fields |= {"con": "13", "wis": "14", "medicine": "4"}
+    for name, value in fields.items():
+        await form.locator(f'[name="{name}"]').fill(value)
+    await form.locator('[name="owner"]').select_option(dana)
+    await shot(gm, "page-gm-new-character")
+    await form.locator("#char-save").click()
+    await expect(gm.locator("#char-dialog")).to_be_hidden(timeout=SYNC_MS)
+    _, state = await table.state()
+    eve_id, eve = next((cid, c) for cid, c in state["characters"].items() if c["name"] == "Eve")
+    assert (eve["owner"], eve["level"], eve["pv"], eve["pe_max"], eve["pp"]) == (dana, 2, 12, 8, 3)
+    assert eve["abilities"] == {"str": 10, "dex": 10, "con": 13, "int": 10, "wis": 14, "cha": 10}
+    assert eve["medicine"] == 4
+    card = gm.locator(f'#characters [data-char="{eve_id}"]')
+    await expect(card.locator(".char-id")).to_have_text(eve_id)  # the id commands need
+    await expect(gm.locator(f'#setup-chars [data-char="{eve_id}"] .char-id')).to_have_text(eve_id)
+
+    # edit: only what changed is sent
+    await gm.click(f'#setup-chars [data-char="{eve_id}"] button[data-action="edit"]')
+    await expect(form.locator('[name="pv_max"]')).to_have_value("12")
+    await form.locator('[name="pv_max"]').fill("14")
+    await form.locator("#char-save").click()
+    await expect(card.locator(".pv .value")).to_have_text("12 / 14", timeout=SYNC_MS)
+
+    # ability damage from the card; its result shows there
+    await card.locator(".amount").fill("2")
+    await card.locator(".ability").select_option("con")
+    await card.locator('button[data-action="ability_damage"]').click()
+    await expect(card.locator(".card-result")).to_have_text(
+        "Eve: Con damage +2 (now 2, modifier +0)", timeout=SYNC_MS
+    )
+
+    # removal asks first
+    gorgol = '#setup-chars [data-char="c4"]'
+    await gm.click(f'{gorgol} button[data-action="remove_character"]')
+    await expect(gm.locator("#confirm")).to_be_visible()
+    await expect(gm.locator("#confirm-title")).to_have_text("Remove Gorgol the goblin?")
+    await gm.click("#confirm-ok")
+    await expect(gm.locator('#characters [data-char="c4"]')).to_have_count(0, timeout=SYNC_MS)
+    await shot(gm, "page-gm-setup")
+
+    # Dana's link: her seat, her character first, her controls
+    player = await open_page(browser, link, width=390, height=844)
+    await expect(player.locator("#whoami")).to_have_text("Dana · player")
+    first = player.locator("#characters .char").first
+    await expect(first).to_have_attribute("data-char", eve_id)
+    await expect(first).to_have_class(re.compile(r"\bmine\b"))
+    await expect(first.locator('button[data-action="rest"]')).to_be_visible()
+    await expect(player.locator("#setup")).to_be_hidden()
+    assert gm.js_errors == [] and player.js_errors == []
+
+
+async def test_undo_asks_first_and_says_what_it_undid(browser: Any, table: LiveTable) -> None:
+    from playwright.async_api import expect
+
+    gm = await open_page(browser, table.page("gm"))
+    aline = '#characters [data-char="c1"]'
+    await gm.fill(f"{aline} .amount", "4")
+    await gm.click(f'{aline} button[data-action="damage"]')
+    await expect(gm.locator(f"{aline} .pe .value")).to_have_text("11 / 15", timeout=SYNC_MS)
+    v, _ = await table.state()
+
+    # cancel: nothing happens
+    await gm.click("#undo")
+    await expect(gm.locator("#confirm")).to_be_visible()
+    await expect(gm.locator("#confirm-title")).to_have_text("Undo 4 damage to Aline?")
+    await expect(gm.locator("#confirm-body")).to_contain_text("Aline takes 4 damage (-4 PE, +0 PV)")
+    await shot(gm, "page-gm-undo-confirm")
+    await gm.click("#confirm-cancel")
+    await expect(gm.locator("#confirm")).to_be_hidden()
+    assert (await table.state())[0] == v
+
+    # confirm: undone, said, and marked in the feed
+    await gm.click("#undo")
+    await gm.click("#confirm-ok")
+    await expect(gm.locator(".toast.ok .toast-title")).to_have_text(
+        "Undid: 4 damage to Aline", timeout=SYNC_MS
+    )
+    await expect(gm.locator(f"{aline} .pe .value")).to_have_text("15 / 15")
+    undone = gm.locator(f'#feed li.event[data-v="{v}"]')
+    await expect(undone).to_have_class(re.compile(r"\bundone\b"))
+    await expect(undone.locator(".stamp")).to_contain_text("undone")
+    await expect(gm.locator('#feed li.event[data-kind="undo"]')).to_have_text(
+        re.compile(r"^Undid: 4 damage to Aline")
+    )
+
+    # someone else's command: the page does not know its op, it shows its events
+    async with Client(table.url, table.token("gm"), ROOM) as other:
+        await other.command("damage", char="c3", amount=2)
+    await expect(gm.locator('[data-char="c3"] .pe .value')).to_have_text("8 / 10")
+    await gm.click("#undo")
+    await expect(gm.locator("#confirm-title")).to_have_text(f"Undo version {v + 2} by Maya (GM)?")
+    await expect(gm.locator("#confirm-body")).to_have_text("Chloe takes 2 damage (-2 PE, +0 PV)")
+    await gm.click("#confirm-ok")
+    await expect(gm.locator(".toast.ok .toast-title").first).to_have_text(
+        "Undid: 2 damage to Chloe", timeout=SYNC_MS
+    )
+    assert gm.js_errors == []
+
+
+async def test_at_phone_width_a_player_sees_their_turn_first(
+    browser: Any, table: LiveTable
+) -> None:
+    """p1 plays Aline: the banner says whose turn it is, then "Your turn" with
+    the End-turn button above everything else; Aline's card comes first; a
+    dying character shows when it next loses a PP."""
+    from playwright.async_api import expect
+
+    async with Client(table.url, table.token("gm"), ROOM) as gm:
+        await gm.command("combat_start", order=["c2", "c1"])
+        player = await open_page(browser, table.page("p1"), width=390, height=844)
+        banner = player.locator("#turn-banner")
+        await expect(banner).to_have_attribute("data-mine", "false")
+        await expect(banner).to_contain_text("Bastien's turn (round 1)")
+        await expect(player.locator("#turn-end")).to_be_hidden()
+        await gm.command("end_turn", char="c2")
+        await expect(banner).to_have_attribute("data-mine", "true", timeout=SYNC_MS)
+        await expect(player.locator("#turn-text")).to_have_text("Your turn: Aline (round 1)")
+        end = player.locator("#turn-end")
+        await expect(end).to_have_text("End Aline's turn")
+        # first on the screen: the banner, then Aline's card
+        top = await banner.bounding_box()
+        first = player.locator("#characters .char").first
+        await expect(first).to_have_attribute("data-char", "c1")
+        card = await first.bounding_box()
+        assert top is not None and card is not None and top["y"] < card["y"] < 844
+        assert top["y"] < 200  # right under the title bar
+        # Chloe is not in the combat: dying, she loses PP by world time (D5)
+        await gm.command("damage", char="c3", amount=30)
+        await expect(player.locator('[data-char="c3"] .dying-next')).to_have_text(
+            "loses 1 PP in 6s", timeout=SYNC_MS
+        )
+        await shot(player, "page-player-your-turn-phone")
+        await end.click()
+        await gm.wait_for(lambda s: s["combat"]["turn"] == 0 and s["combat"]["round"] == 2, 2)
+    await expect(banner).to_have_attribute("data-mine", "false", timeout=SYNC_MS)
+    assert await player.evaluate("document.documentElement.scrollWidth") <= 390
+    assert player.js_errors == []
+
+
+async def test_every_event_reads_the_same_on_the_page_as_in_python(
+    browser: Any, table: LiveTable
+) -> None:
+    """The page and the Python view read one table of texts: the same
+    sentence for every event kind's example and for every event of the tour."""
+    from client_stub.events import EventText
+    from rules import catalog
+    from tests.client.test_events import example_names
+    from tests.helpers.tour import tour
+
+    names = example_names()
+    undone = {28: [catalog.EVENTS["roll"].example]}
+    samples = [doc.example for doc in catalog.EVENTS.values()]
+    samples += [ev for step in tour() for ev in step.events]
+    samples += [{"kind": "undo", "undone": 29, "op": "damage", "by": "u2"}]
+    expected = [EventText(names, history=undone.get).sentence(ev) for ev in samples]
+    page = await open_page(browser, table.page("obs"))
+    said = await page.evaluate(
+        """async ([samples, names, undone]) => {
+          const m = await import("./event-text.js");
+          const known = new m.Names();
+          known.update(names);
+          const text = new m.EventText(await m.loadTexts(), known, (v) => undone[v] ?? null);
+          return samples.map((ev) => text.sentence(ev));
+        }""",
+        [
+            samples,
+            {
+                "characters": {k: {"name": v} for k, v in names.chars.items()},
+                "users": {k: {"name": v} for k, v in names.users.items()},
+            },
+            {str(k): v for k, v in undone.items()},
+        ],
+    )
+    assert said == expected
+    assert page.js_errors == []
+
+
+async def test_admin_page_creates_a_room_whose_gm_link_opens_it(
+    browser: Any, table: LiveTable
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.helpers.server import ADMIN_TOKEN
+
+    ctx = await browser.new_context()
+    admin = await ctx.new_page()
+    await admin.goto(f"{table.http_url}admin.html")
+    await admin.fill('[name="token"]', "not-the-admin-token")
+    await admin.fill('[name="name"]', "Thursday table")
+    await admin.click('button[type="submit"]')
+    await expect(admin.locator(".toast.error .toast-title")).to_have_text("Wrong admin token")
+    await admin.fill('[name="token"]', ADMIN_TOKEN)
+    await admin.click('button[type="submit"]')
+    link = admin.locator("#gm-link-url")
+    await expect(link).to_have_value(re.compile(r"#room=thursday-table&token="), timeout=SYNC_MS)
+    gm = await open_page(browser, await link.input_value())
+    await expect(gm.locator("#room-name")).to_have_text("Thursday table")
+    await expect(gm.locator("#whoami")).to_have_text("GM · gm")
+    await expect(gm.locator("#setup")).to_have_attribute("open", "")  # empty: setup first
+    assert gm.js_errors == []

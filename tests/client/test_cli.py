@@ -1,30 +1,41 @@
-"""`vtt-sync client cmd|state|watch --once` as subprocesses against a real server."""
+"""`vtt-sync client ops|cmd|state|watch --once|create-room` as subprocesses,
+against a real server where they need one."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
 import pytest
 
 from client_stub import Client
-from client_stub.cli import build_parser, normalize_url, parse_pairs
+from client_stub.cli import build_parser, main, normalize_url, parse_pairs, room_id_from_name
+from rules import catalog
 from tests.helpers.live_table import ROOM, LiveTable
+from tests.helpers.server import ADMIN_TOKEN
 
 pytestmark = pytest.mark.timeout(60)
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def run(t: LiveTable, *argv: str, token: str | None = None, entry: str = "client_stub"):
+async def run(
+    t: LiveTable | None,
+    *argv: str,
+    token: str | None = None,
+    entry: str = "client_stub",
+    env: dict[str, str] | None = None,
+):
     env = {
         **os.environ,
-        "VTT_SYNC_URL": t.http_url,  # the page's address works too
-        "VTT_SYNC_TOKEN": token or t.token("gm"),
+        "VTT_SYNC_URL": t.http_url if t else "127.0.0.1:9",  # the page's address works too
+        "VTT_SYNC_TOKEN": token or (t.token("gm") if t else "no-server"),
         "VTT_SYNC_ROOM": ROOM,
         "COLUMNS": "100",
+        **(env or {}),
     }
     args = ["client", *argv] if entry == "sync_server" else list(argv)
     proc = await asyncio.create_subprocess_exec(
@@ -47,12 +58,41 @@ def test_parse_pairs_json_or_string() -> None:
     assert parse_pairs(["name=Aline la Brave", 'set={"pv": 3}'])["set"] == {"pv": 3}
     with pytest.raises(ValueError):
         parse_pairs(["amount"])
+    assert room_id_from_name("Thursday table: the Return!") == "thursday-table-the-return"
+    assert room_id_from_name("¡¡!!") == "room"
     assert normalize_url("http://h:1/#room=x&token=y") == "ws://h:1/"
     assert normalize_url("127.0.0.1:8765") == "ws://127.0.0.1:8765/"
 
 
+async def test_cmd_prints_what_changed_as_sentences(table: LiveTable) -> None:
+    code, out, err = await run(table, "cmd", "damage", "char=c1", "amount=18")
+    assert code == 0, err
+    v, _ = await table.state()
+    assert out == f"v{v}  Aline takes 18 damage (-15 PE, -3 PV)\n"
+    code, out, err = await run(table, "cmd", "damage", "char=c3", "amount=30")
+    assert out.splitlines()[-1] == f"v{v + 1}  Chloe: conscious → dying (damage)"
+    # undo says what it undid, with names
+    code, out, err = await run(table, "cmd", "undo")
+    assert code == 0, err
+    assert out == f"v{v + 2}  Undid: 30 damage to Chloe\n"
+    assert "=" not in out and "u1" not in out
+
+
+async def test_add_user_prints_the_new_players_link(table: LiveTable) -> None:
+    code, out, err = await run(table, "cmd", "add_user", "name=Dana", "role=player")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith("Dana is invited as player")
+    link = lines[-1].strip()
+    assert link.startswith(f"{table.http_url}#room={ROOM}&token=")
+    async with Client(table.url, link.split("token=", 1)[1], ROOM) as dana:
+        assert dana.role == "player" and dana.state["users"][dana.user]["name"] == "Dana"
+
+
 async def test_cmd_prints_ack_and_state_prints_state(table: LiveTable) -> None:
-    code, out, err = await run(table, "cmd", "damage", "char=c1", "amount=3", "nonlethal=true")
+    code, out, err = await run(
+        table, "cmd", "--json", "damage", "char=c1", "amount=3", "nonlethal=true"
+    )
     assert code == 0, err
     ack = json.loads(out)
     assert ack["t"] == "ack" and isinstance(ack["v"], int)
@@ -71,7 +111,9 @@ async def test_cmd_events_shows_the_rolls_of_the_command(table: LiveTable) -> No
     assert code == 0, err
     code, out, err = await run(table, "cmd", "queue_rolls", "rolls=[17]")
     assert code == 0, err
-    code, out, err = await run(table, "cmd", "--events", "first_aid", "char=c2", "patient=c1")
+    code, out, err = await run(
+        table, "cmd", "--json", "--events", "first_aid", "char=c2", "patient=c1"
+    )
     assert code == 0, err
     ack = json.loads(out)
     rolls = [e for e in ack["events"] if e["kind"] == "roll"]
@@ -79,19 +121,137 @@ async def test_cmd_events_shows_the_rolls_of_the_command(table: LiveTable) -> No
     assert any(e["kind"] == "condition" and e["to"] == "stable" for e in ack["events"])
 
 
-async def test_cmd_refused_exits_non_zero_with_json_error(table: LiveTable) -> None:
-    code, out, _ = await run(table, "cmd", "damage", "char=c1", "amount=1", token=table.token("p1"))
-    assert code == 1
-    assert json.loads(out)["error"] == "forbidden"
-    code, out, _ = await run(table, "cmd", "combat_start", 'order=["c1","nobody"]')
-    assert code == 1 and json.loads(out)["error"] in {"not_found", "invalid_args"}
+async def test_cmd_refused_exits_1_with_the_reason_on_stderr(table: LiveTable) -> None:
+    code, out, err = await run(
+        table, "cmd", "damage", "char=c1", "amount=1", token=table.token("p1")
+    )
+    assert (code, out) == (1, "")
+    assert err == "vtt-sync client: refused (forbidden): only the GM may damage\n"
+    code, out, err = await run(table, "cmd", "--json", "combat_start", 'order=["c1","nobody"]')
+    assert code == 1 and out == ""
+    assert json.loads(err)["error"] == "not_found"
 
 
-async def test_bad_token_exits_3_without_echoing_it(table: LiveTable) -> None:
+async def test_missing_arguments_are_named_all_at_once(table: LiveTable) -> None:
+    code, out, err = await run(table, "cmd", "add_character", "name=Dana", "level=2")
+    assert (code, out) == (1, "")
+    missing = ["pv_max", "pe_max", "pp_max", "abilities", "medicine"]
+    assert err.strip() == (
+        "vtt-sync client: refused (invalid_args): add_character: missing arguments "
+        + ", ".join(repr(m) for m in missing)
+    )
+
+
+async def test_bad_token_exits_3_with_one_line_without_echoing_it(table: LiveTable) -> None:
     code, out, err = await run(table, "state", token="wrong-token-123")
-    assert code == 3
-    assert json.loads(err)["close_code"] == 4401
+    assert (code, out) == (3, "")
+    assert len(err.splitlines()) == 1 and "4401" in err
     assert "wrong-token-123" not in out + err
+    code, out, err = await run(table, "--json", "state", token="wrong-token-123")
+    assert json.loads(err)["close_code"] == 4401
+
+
+async def test_a_refused_connection_fails_at_once_with_one_clear_line() -> None:
+    """Nothing listens: one attempt, no retry loop until --timeout (60 s here,
+    while the run's own bound is 30 s), one line on stderr, exit 3."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again below: connections are refused
+    url = f"ws://127.0.0.1:{port}/"
+    for action in (["cmd", "damage", "char=c1", "amount=1"], ["state"]):
+        code, out, err = await run(None, "--timeout", "60", *action, env={"VTT_SYNC_URL": url})
+        assert (code, out) == (3, "")
+        assert err == (
+            f"vtt-sync client: cannot connect to {url}: connection refused "
+            "(is `vtt-sync serve` running?)\n"
+        )
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`vtt-sync client ARGV` in this process (for what needs no server)."""
+    code = main(["client", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ops_lists_every_operation_without_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "ops")
+    assert code == 0, err
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert listed == catalog.all_ops()
+    assert "damage            GM          deal damage: PE first, then PV" in out
+
+
+def test_cmd_op_help_shows_its_arguments_and_an_example(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = cli(capsys, "cmd", "add_character", "--help")
+    assert code == 0, err
+    assert out.startswith(
+        "vtt-sync client cmd add_character name=… level=… pv_max=… pe_max=… pp_max=… "
+        "abilities=… medicine=… [owner=…] [id=…] [pv=…] [pe=…] [pp=…]\n"
+    )
+    for arg in catalog.op_args("add_character"):
+        assert f"\n  {arg} " in out
+    assert "accepts integer 1 to 100" in out  # level, from the op table's kind
+    assert "accepts map of str, dex, con, int, wis, cha (each integer 1 to 100); all six" in out
+    assert "  vtt-sync client cmd add_character name=Aline level=3" in out
+    code, out, _ = cli(capsys, "cmd", "--help")  # no op: the command's own help
+    assert code == 0 and "exit status:" in out and "3  no connection" in out
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [("damge", "did you mean damage?"), ("stabilise", "did you mean stabilize?")],
+)
+def test_an_unknown_op_suggests_the_nearest_names(
+    typed: str, hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (["cmd", typed, "char=c1"], ["cmd", typed, "--help"]):
+        code, out, err = cli(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"vtt-sync client: unknown op {typed!r}; {hint} (vtt-sync client ops lists them)\n"
+        )
+    code, _, err = cli(capsys, "cmd", "xyzzy")
+    assert code == 2 and "did you mean" not in err
+
+
+async def test_the_entry_point_lists_the_ops_too() -> None:
+    """`vtt-sync client ops` through the real entry point, in a child process."""
+    code, out, err = await run(None, "ops", entry="sync_server")
+    assert code == 0 and "undo              GM" in out, err
+
+
+async def test_create_room_prints_the_gm_link_ready_to_open(
+    table: LiveTable, tmp_path: Path
+) -> None:
+    # the admin token from the environment
+    code, out, err = await run(
+        table, "create-room", "Thursday table", "--gm-name", "Maya",
+        env={"VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN, "VTT_SYNC_TOKEN": ""},
+    )  # fmt: skip
+    assert code == 0, err
+    link = out.strip()
+    assert link.startswith(f"{table.http_url}#room=thursday-table&token=")
+    token = link.split("token=", 1)[1]
+    async with Client(table.url, token, "thursday-table") as gm:
+        assert gm.role == "gm" and gm.state["name"] == "Thursday table"
+        assert gm.state["users"][gm.user]["name"] == "Maya"
+    assert token not in err
+    # again: the id is taken; the admin token from the data directory's file
+    (tmp_path / "admin_token").write_text(ADMIN_TOKEN + "\n")
+    code, out, err = await run(
+        table, "create-room", "Thursday table", "--data-dir", str(tmp_path),
+        env={"VTT_SYNC_TOKEN": ""},
+    )  # fmt: skip
+    assert (code, out) == (1, "")
+    assert "already exists; choose another id with --id" in err
+    code, out, err = await run(
+        table, "create-room", "Thursday table", "--id", "thu2", "--data-dir", str(tmp_path),
+        env={"VTT_SYNC_TOKEN": ""},
+    )  # fmt: skip
+    assert code == 0 and "#room=thu2&token=" in out
 
 
 async def test_watch_once_renders_the_table(table: LiveTable) -> None:

@@ -41,15 +41,31 @@ def test_clock_format() -> None:
     assert format_clock(93784) == "1d 02h 03m 04s"
 
 
-def test_roll_line_has_die_mod_bonus_total_dc_outcome() -> None:
+def test_roll_line_reads_as_a_sentence_with_die_mod_bonus_total_dc_outcome() -> None:
     ev = {"kind": "roll", "char": "c2", "check": "medicine", "d20": 13, "mod": 5, "bonus": 2}
-    ev |= {"total": 20, "dc": 15, "outcome": "success", "v": 12}
-    text = format_event(ev, STATE).plain
-    for part in ("v12", "Brom", "medicine", "d20 13", "+5 mod", "+2 bonus", "= 20", "DC 15"):
-        assert part in text
-    assert text.endswith("success")
+    ev |= {"total": 20, "dc": 15, "outcome": "success", "v": 12, "patient": "c1"}
+    line = format_event(ev, STATE)
+    assert line.plain == "v12   Brom rolls Medicine for Aline: d20 13 +5 +2 = 20 vs DC 15 — success"
+    styled = {line.plain[s.start : s.end]: str(s.style) for s in line.spans}
+    assert styled["13"] == "bold cyan" and styled["success"] == "bold green"
     ev2 = {"kind": "roll", "char": "c1", "check": "constitution", "d20": 4, "mod": 0}
-    assert "(no DC)" in format_event(ev2 | {"bonus": 0, "total": 4, "dc": None}, STATE).plain
+    ev2 |= {"bonus": 0, "total": 4, "dc": None, "outcome": "die", "hour": 2}
+    assert format_event(ev2, STATE).plain == (
+        "Aline rolls Constitution (hour 2): d20 4 +0 = 4 (no DC) — dies"
+    )
+
+
+def test_watch_feed_marks_undone_events_and_says_what_undo_undid() -> None:
+    view = WatchView()
+    view.state, view.version, view.user, view.role = STATE, 43, "u1", "gm"
+    view.events.append({"kind": "damage", "char": "c1", "amount": 3, "pe": -3, "pv": 0, "v": 41})
+    view.events.append({"kind": "undo", "undone": 41, "op": "damage", "by": "u1", "v": 42})
+    out = render(view)
+    assert "Aline takes 3 damage (-3 PE, +0 PV) (undone)" in out
+    assert "Undid: 3 damage to Aline" in out
+    # an undo whose command is not in the feed any more says op, author and version
+    view.events.popleft()
+    assert "Undid: damage by Maya (v41)" in render(view)
 
 
 def test_watch_view_shows_the_table() -> None:
@@ -62,7 +78,21 @@ def test_watch_view_shows_the_table() -> None:
         assert part in out
     for part in ("0/20", "20/20", "4/6", "nonlethal", "tended by Brom", "short rest, 10m left"):
         assert part in out
-    assert "Round 3" in out and "clock 0h 00m 00s -> 1h 00m 00s" in out
+    assert "Round 3" in out and "Time passes: 0h 00m 00s → 1h 00m 00s" in out
+    assert "Aline c1" in out and "Brom c2" in out  # the ids commands need
     assert "▶" in out  # Aline's turn
     view.status, view.detail = "disconnected", "connection closed (1006)"
     assert "disconnected (connection closed (1006))" in render(view)
+
+
+def test_D5_a_dying_character_shows_when_it_next_loses_a_pp() -> None:
+    state = {**STATE, "clock": 100, "combat": None}
+    chars = {
+        "c1": {**STATE["characters"]["c1"], "condition": "dying", "dying_next": 106},
+        "c2": {**STATE["characters"]["c2"], "condition": "dying", "dying_next": None},
+    }
+    view = WatchView()
+    view.state, view.version, view.status = {**state, "characters": chars}, 5, "connected"
+    out = render(view, width=160)
+    assert "loses 1 PP in 6s" in out  # out of combat: by world time
+    assert "loses 1 PP at the end of its turn" in out  # in combat: its own turns

@@ -3,6 +3,7 @@ delegating to client_stub, `python -m sync_server`."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
@@ -106,3 +107,17 @@ def test_bad_rate_is_a_usage_error(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["serve", "--rate", "-3"])
     assert "rate" in capsys.readouterr().err
+
+
+def test_serve_help_shows_every_default() -> None:
+    parser = build_parser()
+    serve = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[
+        "serve"
+    ]
+    for action in serve._actions:
+        if action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            continue
+        assert "default" in (action.help or ""), f"{action.option_strings}: no default in help"
+    text = " ".join(serve.format_help().split())
+    for shown in ("default 127.0.0.1", "default 8765", "default ./vtt-data", "default 20/40"):
+        assert shown in text

@@ -1,0 +1,183 @@
+// Events as sentences, from the table in events.json (shared with the Python
+// client: client_stub/events.py interprets the same rules the same way).
+//
+//   const texts = await loadTexts();            // fetches events.json next to this module
+//   const names = new Names(); names.update(state);
+//   const t = new EventText(texts, names, (v) => eventsOfVersion(v));
+//   t.sentence(event)  ->  "Bastien rolls Medicine for Chloe: d20 13 +1 = 14 vs DC 15 — failure"
+//   t.segments(event)  ->  [[text, field|null], ...]  (to style the numbers)
+
+const PLACEHOLDER = /\{([A-Za-z_][\w.]*)(?:\|([a-z]+)(?::(\w+))?)?\}/g;
+const MISSING = "?";
+
+export async function loadTexts(url = new URL("events.json", import.meta.url)) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`events.json: HTTP ${res.status}`);
+  return res.json();
+}
+
+const pad = (n) => String(n).padStart(2, "0");
+
+export function formatClock(seconds) {
+  const s = Math.max(0, Math.floor(seconds || 0));
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  return d ? `${d}d ${pad(h)}h ${pad(m)}m ${pad(sec)}s` : `${h}h ${pad(m)}m ${pad(sec)}s`;
+}
+
+export function formatDuration(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? ` ${pad(s % 60)}s` : ""}`;
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return `${h}h${m ? ` ${pad(m)}m` : ""}`;
+}
+
+export function signed(n) {
+  const v = Math.trunc(Number(n) || 0);
+  return v >= 0 ? `+${v}` : `${v}`;
+}
+
+// A field's value as a `case` key, as JSON writes it (true, null, 3).
+const key = (v) => (typeof v === "string" ? v : JSON.stringify(v ?? null));
+const isSet = (v) => v !== undefined && v !== null;
+const truthy = (v) => isSet(v) && v !== false && v !== 0 && v !== "" && !(Array.isArray(v) && !v.length);
+const words = (v) => String(v).replaceAll("_", " ");
+
+/** Character and user names by id, kept after they leave the room. */
+export class Names {
+  constructor() {
+    this.chars = new Map();
+    this.users = new Map();
+  }
+
+  update(state) {
+    if (!state) return;
+    for (const [id, c] of Object.entries(state.characters || {})) if (c.name) this.chars.set(id, String(c.name));
+    for (const [id, u] of Object.entries(state.users || {})) if (u.name) this.users.set(id, String(u.name));
+  }
+
+  char(id) {
+    return typeof id === "string" ? (this.chars.get(id) ?? id) : MISSING;
+  }
+
+  user(id) {
+    return typeof id === "string" ? (this.users.get(id) ?? id) : MISSING;
+  }
+}
+
+export class EventText {
+  constructor(texts, names = new Names(), history = null) {
+    this.texts = texts;
+    this.names = names;
+    this.history = history; // (v) => events of version v, or null
+  }
+
+  sentence(ev) {
+    return this.segments(ev)
+      .map(([text]) => text)
+      .join("");
+  }
+
+  segments(ev) {
+    const rule = this.texts.events[ev.kind] ?? this.texts.unknown;
+    const out = [];
+    this.#rule(rule, ev, (f) => ev[f], out);
+    return out;
+  }
+
+  /** What a command did, from its op and events; null when they do not say enough. */
+  command(op, events) {
+    const template = this.texts.commands[op];
+    if (template === undefined || !events) return null;
+    const lookup = (path) => {
+      const [kind, field] = path.split(".");
+      const ev = events.find((e) => e.kind === kind && isSet(e[field]));
+      return ev ? ev[field] : undefined;
+    };
+    const out = [];
+    if (!this.#template(template, lookup, out, {}, true)) return null;
+    return out.map(([text]) => text).join("");
+  }
+
+  #rule(rule, ev, get, out) {
+    if (typeof rule === "string") this.#template(rule, get, out, ev);
+    else if (Array.isArray(rule)) for (const part of rule) this.#rule(part, ev, get, out);
+    else if (rule && typeof rule === "object") {
+      let branch;
+      if ("if" in rule) branch = truthy(get(rule.if)) ? rule.then : rule.else;
+      else if ("has" in rule) branch = isSet(get(rule.has)) ? rule.then : rule.else;
+      else if ("case" in rule) branch = rule.of[key(get(rule.case))] ?? rule.else;
+      else throw new Error(`unknown rule ${JSON.stringify(rule)}`);
+      if (branch !== undefined && branch !== null) this.#rule(branch, ev, get, out);
+    } else throw new Error(`unknown rule ${JSON.stringify(rule)}`);
+  }
+
+  #template(template, get, out, ev, strict = false) {
+    const pieces = [];
+    let pos = 0;
+    for (const m of template.matchAll(PLACEHOLDER)) {
+      if (m.index > pos) pieces.push([template.slice(pos, m.index), null]);
+      const [, field, fmt, arg] = m;
+      const value = get(field);
+      if (!isSet(value) && strict) return false;
+      pieces.push([this.#format(value, fmt, arg, ev), field.split(".").pop()]);
+      pos = m.index + m[0].length;
+    }
+    if (pos < template.length) pieces.push([template.slice(pos), null]);
+    out.push(...pieces);
+    return true;
+  }
+
+  #format(value, fmt, arg, ev) {
+    if (fmt === "command") return this.#undone(ev);
+    if (!isSet(value)) return MISSING;
+    switch (fmt) {
+      case "char":
+        return this.names.char(value);
+      case "chars":
+        return (value || []).map((v) => this.names.char(v)).join(", ");
+      case "user":
+        return this.names.user(value);
+      case "signed":
+        return signed(value);
+      case "abs":
+        return String(Math.abs(Math.trunc(Number(value))));
+      case "clock":
+        return formatClock(value);
+      case "duration":
+        return formatDuration(value);
+      case "words":
+        return words(value);
+      case "label":
+        return this.#label(value, arg);
+      case "labels":
+        return (value || []).map((v) => this.#label(v, arg)).join(", ");
+      case undefined:
+      case "list":
+        if (Array.isArray(value)) return value.map(String).join(", ");
+        if (typeof value === "boolean") return value ? "yes" : "no";
+        return String(value);
+      default:
+        throw new Error(`unknown format ${fmt}`);
+    }
+  }
+
+  #label(value, table) {
+    const labels = this.texts.labels[table ?? ""] ?? {};
+    return String(labels[key(value)] ?? words(value));
+  }
+
+  #undone(ev) {
+    const v = ev.undone;
+    const events = this.history && Number.isInteger(v) ? this.history(v) : null;
+    const phrase = this.command(String(ev.op), events);
+    if (phrase !== null) return phrase;
+    const out = [];
+    this.#template(this.texts.commands.fallback, (f) => ev[f], out, ev);
+    return out.map(([text]) => text).join("");
+  }
+}

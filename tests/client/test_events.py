@@ -1,0 +1,134 @@
+"""Events read as sentences (client_stub/web/events.json, client_stub/events.py):
+every event kind the engine and the server emit, every undoable op's phrase
+for undo, with names and never raw `key=value` or ids. The page reads the
+same table: tests/client/test_browser.py checks it says the same."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from client_stub.events import TEXTS, EventText, Names
+from rules import catalog
+from tests.helpers.tour import tour
+
+RAW = re.compile(r"\w=\S|\{|\}|\bNone\b|\bu\d+\b|\?|\w_\w")  # key=value, placeholders, ids
+
+
+def example_names() -> Names:
+    names = Names()
+    names.update(
+        {
+            "characters": {k: {"name": v} for k, v in catalog.EXAMPLE_NAMES["characters"].items()},
+            "users": {k: {"name": v} for k, v in catalog.EXAMPLE_NAMES["users"].items()},
+        }
+    )
+    return names
+
+
+def test_every_event_kind_has_a_text_and_no_text_is_for_an_unknown_kind() -> None:
+    assert set(TEXTS["events"]) == set(catalog.EVENTS)
+
+
+@pytest.mark.parametrize("kind", sorted(catalog.EVENTS))
+def test_every_event_kind_reads_as_a_sentence(kind: str) -> None:
+    text = EventText(example_names())
+    said = text.sentence(catalog.EVENTS[kind].example)
+    assert not RAW.search(said), said
+    assert said[0].isupper() or said.startswith("d20"), said
+
+
+def test_the_tours_events_read_as_sentences_with_names() -> None:
+    """Real events from every op, with the names of the room they happened in."""
+    names = Names()
+    text = EventText(names)
+    kinds = set()
+    for step in tour():
+        names.update(step.state)
+        for ev in step.events:
+            said = text.sentence(ev)
+            kinds.add(ev["kind"])
+            assert not RAW.search(said.replace(f"id {ev.get('char')}", "")), (step.op, said)
+            for field in ("char", "patient"):
+                if ev.get(field):
+                    assert names.char(ev[field]) in said, said
+    assert kinds | {"undo"} == set(catalog.EVENTS)
+
+
+def test_status_view_events_without_numbers_still_read() -> None:
+    """A viewer who may see a character's status only gets events without their
+    numbers: the sentence drops them instead of showing holes."""
+    text = EventText(example_names())
+    bare = {
+        "damage": "Aline is hit",
+        "heal": "Aline is healed",
+        "roll": "Aline makes a check",
+        "pp": "Aline loses PP",
+        "recover": "Aline recovers",
+        "ability": "Aline: ability damage changes",
+    }
+    for kind, said in bare.items():
+        assert text.sentence({"kind": kind, "char": "c1"}) == said
+    cond = {"kind": "condition", "char": "c1", "from": "dying", "to": "dead", "cause": "dying"}
+    assert text.sentence(cond) == "Aline: dying → dead (dying)"
+
+
+def test_undo_says_what_it_undid_for_every_undoable_op() -> None:
+    names = Names()
+    for step in tour():
+        names.update(step.state)
+        doc = catalog.OPS[step.op]
+        if not doc.undoable:
+            continue
+        phrase = EventText(names).command(step.op, step.events)
+        assert phrase, f"{step.op}: its events do not fill its phrase"
+        assert not RAW.search(phrase), phrase
+        undo = {"kind": "undo", "undone": 7, "op": step.op, "by": "u1"}
+        said = EventText(names, history={7: step.events}.get).sentence(undo)
+        assert said == f"Undid: {phrase}"
+    # without the undone version's events: op, author and version
+    assert (
+        EventText(example_names()).sentence(
+            {"kind": "undo", "undone": 28, "op": "first_aid", "by": "u3"}
+        )
+        == "Undid: first aid by Bastien's player (v28)"
+    )
+
+
+def test_every_op_has_a_label_and_every_undoable_op_a_phrase() -> None:
+    assert set(TEXTS["labels"]["op"]) == set(catalog.OPS)
+    undoable = {op for op, doc in catalog.OPS.items() if doc.undoable}
+    assert set(TEXTS["commands"]) - {"fallback"} == undoable
+
+
+def test_names_outlive_their_owners_and_unknown_kinds_still_read() -> None:
+    names = Names()
+    names.update({"users": {"u7": {"name": "Dana"}}, "characters": {}})
+    names.update({"users": {}, "characters": {}})  # Dana was removed
+    text = EventText(names)
+    assert text.sentence({"kind": "user", "user": "u7", "change": "removed"}) == (
+        "Dana is removed: their link no longer works"
+    )
+    assert text.sentence({"kind": "new_thing", "x": 1}) == "new thing"
+
+
+def test_the_table_is_valid_json_with_the_documented_rule_shapes() -> None:
+    def walk(rule: object) -> None:
+        if isinstance(rule, str):
+            return
+        if isinstance(rule, list):
+            for r in rule:
+                walk(r)
+            return
+        assert isinstance(rule, dict) and len({"if", "has", "case"} & set(rule)) == 1, rule
+        for key in ("then", "else"):
+            if key in rule:
+                walk(rule[key])
+        for r in (rule.get("of") or {}).values():
+            walk(r)
+
+    for rule in [*TEXTS["events"].values(), TEXTS["unknown"]]:
+        walk(rule)
+    json.dumps(TEXTS)

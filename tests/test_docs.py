@@ -1,0 +1,47 @@
+"""The repository stands alone: no file points outside it, and every link of
+its Markdown files leads to a file of the repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SKIP = {".git", ".venv", "vtt-data", "test-artifacts", "__pycache__", ".pytest_cache",
+        ".ruff_cache", ".hypothesis", "build"}  # fmt: skip
+TEXT = {".md", ".py", ".js", ".html", ".css", ".json", ".toml", ".txt", ""}
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def repo_files() -> list[Path]:
+    out = []
+    for path in REPO.rglob("*"):
+        rel = path.relative_to(REPO)
+        if any(part in SKIP or part.endswith(".egg-info") for part in rel.parts):
+            continue
+        if path.is_file() and path.suffix in TEXT:
+            out.append(path)
+    return out
+
+
+def test_no_file_points_outside_the_repository() -> None:
+    outside = ".." + "/shared"  # (spelled so that this file does not match itself)
+    found = [
+        str(p.relative_to(REPO))
+        for p in repo_files()
+        if outside in p.read_text(encoding="utf-8", errors="replace")
+        or "/work/" + "shared" in p.read_text(encoding="utf-8", errors="replace")
+    ]
+    assert found == []
+
+
+def test_markdown_links_lead_to_files_of_the_repository() -> None:
+    broken = []
+    for md in [p for p in repo_files() if p.suffix == ".md"]:
+        for target in LINK.findall(md.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (md.parent / target.split("#", 1)[0]).resolve()
+            if not path.exists() or REPO not in path.parents:
+                broken.append(f"{md.relative_to(REPO)}: {target}")
+    assert broken == []
