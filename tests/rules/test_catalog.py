@@ -24,7 +24,7 @@ from rules import (
     apply,
     catalog,
 )
-from rules.validate import Kind, check_args
+from rules.validate import MAX_LEVEL, Kind, check_args
 from scripts import gen_operations
 from sync_server import limits
 from tests.helpers.table import Table
@@ -40,7 +40,7 @@ def emitted_kinds() -> set[str]:
     found = set()
     for path in (REPO / "rules").glob("*.py"):
         found |= set(EMIT.findall(path.read_text(encoding="utf-8")))
-    for path in (REPO / "sync_server").glob("*.py"):
+    for path in (REPO / "sync_server").rglob("*.py"):
         found |= set(SERVER_EVENT.findall(path.read_text(encoding="utf-8")))
     return found
 
@@ -164,7 +164,7 @@ def test_an_unknown_op_suggests_the_nearest_ones() -> None:
 
 def test_kinds_describe_their_range() -> None:
     args = OPS["add_character"].args
-    assert args["level"].check.describe() == "integer 1 to 100"
+    assert args["level"].check.describe() == f"integer 1 to {MAX_LEVEL}"
     assert args["owner"].check.describe() == "id, 1 to 64 characters; or null"
     assert OPS["rest"].args["kind"].check.describe() == "one of short, night, bed"
     assert OPS["queue_rolls"].args["rolls"].check.describe() == (
