@@ -169,7 +169,11 @@ class Server:
             fast_fanout=self.config.fast_fanout,
         )
         routes = Routes(
-            self.config.web, self.health, self.metrics.render, self.metrics.content_type
+            self.config.web,
+            self.health,
+            self.metrics.render,
+            self.metrics.content_type,
+            self.config.allowed_origins,
         )
         self._ws = await serve(
             self._handle,
