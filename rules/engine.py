@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from rules import abilities, clock, roster, stability, stabilizing
+from rules import abilities, clock, roster, stability, stabilizing, tracker
 from rules.context import Actor, Ctx
 from rules.damage import damage
 from rules.dice import Dice
@@ -25,6 +25,7 @@ from rules.validate import (
     ABILITY_SCORES,
     AMOUNT,
     BOOL,
+    CLOCK,
     CORRECTIONS,
     D20,
     ID,
@@ -144,8 +145,17 @@ OPS: dict[str, OpSpec] = {
         chars=("char",),
         on_dead=True,
     ),
+    "set_order": OpSpec(
+        {"order": Arg(ORDER)},
+        G,
+        lambda ctx, a: tracker.set_order(ctx, a["order"]),
+        chars=("order",),
+        on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
+    ),
     "advance_clock": OpSpec(
-        {"seconds": Arg(SECONDS)}, G, lambda ctx, a: clock.advance(ctx, a["seconds"])
+        {"seconds": Arg(SECONDS), "from": optional(CLOCK)},
+        G,
+        lambda ctx, a: tracker.advance_from(ctx, a["seconds"], a["from"]),
     ),
     "damage": OpSpec(
         {
