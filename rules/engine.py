@@ -42,6 +42,7 @@ from rules.validate import (
     ROUND_SECONDS,
     SECONDS,
     SKILL,
+    TURN,
     Arg,
     check_args,
     optional,
@@ -146,10 +147,11 @@ OPS: dict[str, OpSpec] = {
         on_dead=True,
     ),
     "set_order": OpSpec(
-        {"order": Arg(ORDER)},
+        {"order": Arg(ORDER), "turn": optional(TURN)},
         G,
-        lambda ctx, a: tracker.set_order(ctx, a["order"]),
+        lambda ctx, a: tracker.set_order(ctx, a["order"], a["turn"]),
         chars=("order",),
+        check=tracker.check_set_order,
         on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
     ),
     "advance_clock": OpSpec(

@@ -4,9 +4,10 @@ pinned to where it starts (`advance_clock`'s `from`).
 A VTT's tracker reorders, adds and removes combatants while a combat runs;
 `combat_start` cannot express that (one combat at a time) and
 `remove_character` deletes the character itself. `set_order` replaces the
-order and keeps the turn with whoever has it, so an edit of the tracker
-never ends, skips or replays anybody's turn by itself. No time passes and
-the round stays.
+order; the turn stays with whoever has it unless the sender says where it
+is now (a tracker knows who has acted this round). No end-of-turn rule runs:
+an edit of the tracker is not the end of anybody's turn. Time passes only if
+the edit ends the round (nobody left to act in it).
 
 Joining and leaving are the two halves of `combat_start` and `combat_end`
 applied to one character (docs/rules.md, "Tracker edits"):
@@ -19,18 +20,32 @@ applied to one character (docs/rules.md, "Tracker edits"):
 
 from __future__ import annotations
 
-from rules.clock import advance
+from typing import Any
+
+from rules.clock import advance, next_turn
 from rules.context import Ctx
-from rules.errors import Conflict, RuleBroken
+from rules.errors import Conflict, InvalidArgs, RuleBroken
 from rules.rest import end_rest
 
 
-def set_order(ctx: Ctx, order: list[str]) -> None:
-    """Replace the running combat's order; the current combatant keeps its
-    turn. If it leaves, the turn goes to the next combatant after it (in the
-    old order) that stays, else to the last one before it that stays (what a
-    VTT tracker does when the current combatant is deleted), else to the
-    first of the new order."""
+def check_set_order(a: dict[str, Any]) -> None:
+    """`turn` names a place in `order`, or one past its end (the round ends)."""
+    if a["turn"] is not None and a["turn"] > len(a["order"]):
+        raise InvalidArgs(f"turn must be between 0 and {len(a['order'])} (the order's length)")
+
+
+def set_order(ctx: Ctx, order: list[str], turn: int | None) -> None:
+    """Replace the running combat's order.
+
+    Without `turn`, the current combatant keeps its turn; if it leaves, the
+    turn goes to the first combatant after it (in the old order) that stays,
+    and if none does, the round ends (as when `remove_character` removes the
+    last combatant of the round). With `turn`, the sender (a VTT's tracker)
+    says whose turn it is now: `order[turn]`, or, with `turn == len(order)`,
+    nobody's in this round any more: the round ends. A round that ends
+    starts the next one and advances world time by a round (T1, T2); no
+    combatant's end-of-turn rules run (a tracker edit is not a turn's end).
+    """
     room = ctx.room
     combat = room.combat
     if combat is None:
@@ -45,31 +60,32 @@ def set_order(ctx: Ctx, order: list[str]) -> None:
         if c.condition == "dead":
             raise RuleBroken(f"{c.name} is dead and cannot join a combat (D6)")
     current = combat.current
-    successor = _successor(old, combat.turn, order)
-    combat.order = list(order)
-    combat.turn = order.index(successor)
+    if turn is None:
+        successor = _successor(old, combat.turn, order)
+        turn = len(order) if successor is None else order.index(successor)
     for cid in left:
         _leave(ctx, cid)
     for cid in joined:
         _join(ctx, cid)
+    combat.order = list(order)
     ctx.emit("combat", outcome="order", order=list(order), joined=joined, left=left)
+    if turn == len(order):
+        combat.turn = len(order) - 1
+        next_turn(ctx)  # the round ends: the next one starts, time advances (T1, T2)
+        return
+    combat.turn = turn
     if combat.current != current:
         ctx.emit("turn", char=combat.current, round=combat.round, turn=combat.turn)
 
 
-def _successor(old: list[str], turn: int, new: list[str]) -> str:
-    """Who has the turn in `new`: the current combatant if it stays, else
-    the first survivor after it, else the last survivor before it."""
+def _successor(old: list[str], turn: int, new: list[str]) -> str | None:
+    """Who keeps the turn in `new`: the current combatant if it stays, else
+    the first survivor after it; None when nobody after it stays."""
     kept = set(new)
     if old[turn] in kept:
         return old[turn]
     after = [cid for cid in old[turn + 1 :] if cid in kept]
-    if after:
-        return after[0]
-    before = [cid for cid in old[:turn] if cid in kept]
-    if before:
-        return before[-1]
-    return new[0]
+    return after[0] if after else None
 
 
 def _join(ctx: Ctx, cid: str) -> None:

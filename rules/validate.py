@@ -150,6 +150,7 @@ ROUND_SECONDS = _int(1, MAX_ROUND_SECONDS)
 ROUND = _int(1, 2**31)
 ORDER = _list(ID, 1, MAX_ORDER)
 CLOCK = _int(0, MAX_CLOCK)
+TURN = _int(0, MAX_ORDER)  # a place in the combat order, or one past its end
 ROLLS = _list(D20, 1, MAX_QUEUED_ROLLS)
 
 

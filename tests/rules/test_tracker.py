@@ -82,26 +82,69 @@ def test_T1_set_order_removing_the_current_combatant_passes_to_the_next_survivor
     ok(t)
 
 
-def test_T1_set_order_removing_the_last_current_goes_back_to_the_previous_survivor():
-    """T1 (set_order ruling): with nobody after it, the turn goes to the last
-    survivor before it, in the same round, as a VTT tracker does; the round
-    ends (and time passes) only when that combatant's turn ends."""
-    t, (a, b, _c) = combat()
+def test_T1_set_order_removing_the_last_current_ends_the_round():
+    """T1 (set_order ruling): with nobody after it staying, the current
+    combatant's leaving ends the round, as remove_character does: a new round
+    starts and world time advances a round (T2), with no end-of-turn rules."""
+    t, (a, b, c) = combat()
+    t.down(c)
     t.do("end_turn", char=a)
     t.do("end_turn", char=b)  # C's turn, the last
     t.do("set_order", order=[a, b])
-    assert turn(t) == (b, 1, 1) and t.room.clock == 0
-    t.do("end_turn", char=b)
     assert turn(t) == (a, 2, 0) and t.room.clock == 6
+    assert t.events[-1] == {"kind": "turn", "char": a, "round": 2, "turn": 0}
+    # C is out of combat from second 0: its first full round ends at 6 (D5).
+    assert t.char(c).pp == 5
+    assert [e["at"] for e in t.kinds("pp")] == [6]
+    ok(t)
 
 
-def test_T1_set_order_replacing_everyone_gives_the_turn_to_the_first_newcomer():
+def test_T1_set_order_replacing_everyone_starts_a_new_round_with_the_first_newcomer():
     t, (a, b) = combat(2)
     c, d = t.add("C"), t.add("D")
     t.do("set_order", order=[c, d])
-    assert turn(t) == (c, 1, 0)
+    assert turn(t) == (c, 2, 0) and t.room.clock == 6
     assert t.events[0]["joined"] == [c, d] and t.events[0]["left"] == [a, b]
     ok(t)
+
+
+def test_T1_set_order_turn_names_who_has_the_turn_without_end_of_turn_rules():
+    """T1 (set_order `turn`): a tracker that knows who has acted this round
+    puts the turn there; the combatant passed over loses no PP (D5: no end of
+    its turn) and no time passes."""
+    t, (a, b, c) = combat()
+    t.do("end_turn", char=a)
+    t.do("end_turn", char=b)
+    t.do("end_turn", char=c)  # round 2, A's turn
+    t.down(a)  # dying during its own turn
+    t.do("end_turn", char=a)  # fresh: no loss
+    t.do("end_turn", char=b)
+    t.do("end_turn", char=c)  # round 3, A's turn: its end would cost 1 PP
+    t.do("set_order", order=[a, b, c], turn=2)
+    assert turn(t) == (c, 3, 2) and t.room.clock == 12
+    assert t.char(a).pp == 6 and t.kinds("pp") == []
+    assert t.events[-1] == {"kind": "turn", "char": c, "round": 3, "turn": 2}
+    ok(t)
+
+
+def test_T1_set_order_turn_past_the_end_ends_the_round_and_time_advances():
+    """T1/T2 (set_order `turn` = len(order)): everyone in the order has acted
+    this round; the next round starts and world time advances a round, its
+    timed rules firing (T2: a dying character outside the order loses a PP)."""
+    t, (a, b) = combat(2)
+    d = t.add("D")
+    t.down(d)  # out of combat: next loss at second 6
+    t.do("set_order", order=[b, a], turn=2)
+    assert turn(t) == (b, 2, 0) and t.room.clock == 6
+    assert [e["kind"] for e in t.events] == ["combat", "clock", "pp", "turn"]
+    assert t.char(d).pp == 5
+    ok(t)
+
+
+@pytest.mark.parametrize("bad", [3, -1, 1.0, "1", True])
+def test_T1_set_order_turn_must_be_a_place_in_the_order(bad):
+    t, (a, b) = combat(2)
+    refused(t, InvalidArgs, "set_order", order=[a, b], turn=bad)
 
 
 def test_T1_set_order_then_end_turn_of_the_old_position_is_a_conflict():
@@ -297,8 +340,9 @@ def test_T2_advance_clock_from_must_be_a_clock_value(bad):
 @given(data=st.data())
 def test_T1_set_order_keeps_the_turn_and_every_invariant(data):
     """T1 (set_order): for any sequence of tracker edits and turn ends, the
-    invariants hold, no edit moves the clock or the round, and the current
-    combatant keeps the turn whenever it stays in the order."""
+    invariants hold; without `turn` the current combatant keeps the turn
+    whenever it stays, and the round (and the clock) move only when nobody
+    after it stays; with `turn` the turn is where it says."""
     t = Table()
     ids = [t.add(n) for n in "ABCDEF"]
     t.down(ids[1])
@@ -310,17 +354,31 @@ def test_T1_set_order_keeps_the_turn_and_every_invariant(data):
             t.do("end_turn", char=cur, round=rnd)
             continue
         order = data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=6, unique=True))
+        place = data.draw(st.one_of(st.none(), st.integers(0, len(order))))
+        old = list(t.room.combat.order)
         before = turn(t)
         clock = t.room.clock
-        if any(c not in t.room.combat.order and t.char(c).condition == "dead" for c in order):
-            refused(t, RuleBroken, "set_order", order=order)
+        if any(c not in old and t.char(c).condition == "dead" for c in order):
+            refused(t, RuleBroken, "set_order", order=order, turn=place)
             continue
-        t.do("set_order", order=order)
+        t.do("set_order", order=order, turn=place)
         cur, rnd, idx = turn(t)
-        assert (t.room.clock, rnd) == (clock, before[1])
         assert t.room.combat.order == order and order[idx] == cur
-        if before[0] in order:
-            assert cur == before[0]
+        if place is None:
+            after = [c for c in old[before[2] + 1 :] if c in order]
+            wraps = before[0] not in order and not after
+        else:
+            wraps = place == len(order)
+        if wraps:
+            assert (rnd, idx, t.room.clock) == (before[1] + 1, 0, clock + 6)
+        else:
+            assert (rnd, t.room.clock) == (before[1], clock)
+            if place is not None:
+                assert idx == place
+            elif before[0] in order:
+                assert cur == before[0]
+            else:
+                assert cur == after[0]
         for c in order:
             assert t.char(c).dying_next is None and t.char(c).activity is None
         ok(t)
