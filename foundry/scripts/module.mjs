@@ -565,15 +565,28 @@ export class VttSyncModule {
     return id;
   }
 
+  /** The actor stops following the room (its character stays in the
+   * room; a running combat's order drops it). */
   async unlink(actor) {
     await actor.update({ [`flags.${MODULE_ID}`]: { room: null, char: null } }, { [TAG]: true });
+    for (const combat of this.game.combats ?? []) {
+      if (this.isLinked(combat) && combat.started) this.scheduleOrder(combat);
+    }
   }
 
-  /** The tracker's "link all" button. */
+  /** The tracker's "link combatants" button: links every combatant's actor
+   * and makes the combat the room's (for a combat started before the module
+   * was set up: the server's combat starts at the tracker's current turn). */
   async linkCombat(combat) {
+    if (!this.client?.connected || this.client.role !== "gm") {
+      this.notify("warn", "LinkNeedsGm");
+      return;
+    }
     for (const c of combat.combatants ?? []) {
       if (c.actor && !this.charOf(c.actor)) await this.link(c.actor);
     }
+    if (!this.isLinked(combat)) await combat.setFlag(MODULE_ID, "room", this.room);
+    if (combat.started) this.scheduleOrder(combat);
   }
 
   /** A player's (or GM's) action from a sheet, sent with this client's own token. */

@@ -198,3 +198,39 @@ test("previous turn undoes the module's last end_turn, clock included; otherwise
   t.assertClean({ allow: [/going back is refused/] });
   t.close();
 });
+
+test("a combat already running when the module is set up: 'link combatants' starts the server's at the tracker's turn", async () => {
+  const t = await table();
+  const mk = (name) => t.actor({ name, type: "npc", system: sfrpgSheet() });
+  const [aline, monster, gorgol] = [await mk("Aline"), await mk("Monster"), await mk("Gorgol")];
+  const cid = t.world.addCombat({
+    round: 3,
+    turn: 1, // the monster's turn, in round 3
+    combatants: [
+      { _id: "B1", actorId: aline, initiative: 20 },
+      { _id: "B2", actorId: monster, initiative: 15 },
+      { _id: "B3", actorId: gorgol, initiative: 10 },
+    ],
+  });
+  const combat = t.gm.client.combat(cid);
+  t.gm.mod.seen.set(cid, 3);
+  await t.gm.mod.linkCombat(combat);
+  await t.settle();
+  const [ca, cm, cg] = [`fvtt-${aline}`, `fvtt-${monster}`, `fvtt-${gorgol}`];
+  assert.equal(combat.getFlag("vtt-sync", "room"), t.room);
+  assert.deepEqual(t.state.combat.order, [ca, cm, cg]);
+  assert.equal(t.state.combat.order[t.state.combat.turn], cm);
+  // The GM decides the monster stays Foundry's only: the server's order drops it,
+  // and the turn goes to the next linked combatant to act.
+  await t.gm.mod.unlink(t.gm.client.actor(monster));
+  await t.settle();
+  assert.deepEqual(t.state.combat.order, [ca, cg]);
+  assert.equal(t.state.combat.order[t.state.combat.turn], cg); // next linked to act in Foundry's round 3
+  await combat.nextTurn(); // Gorgol's turn
+  await combat.nextTurn(); // round 4, Aline: Gorgol's turn ended on the server
+  await t.settle();
+  assert.deepEqual([t.state.combat.order[t.state.combat.turn], t.state.clock], [ca, 6]);
+  assert.equal(t.patches("turn").length, 1);
+  t.assertClean();
+  t.close();
+});
