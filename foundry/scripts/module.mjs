@@ -203,13 +203,27 @@ export class VttSyncModule {
       WebSocketImpl: this.env.WebSocket ?? globalThis.WebSocket,
     });
     this.client = client;
-    const mine = (fn) => (...args) => {
-      if (this.client === client) fn(...args);
-    };
-    client.on("status", mine((status, detail) => this.setStatus(status, detail)));
-    client.on("patch", mine((patch) => this.onPatch(patch)));
-    client.on("welcome", mine((frame) => this.onWelcome(frame)));
-    client.on("state", mine(() => this.onState()));
+    const mine =
+      (fn) =>
+      (...args) => {
+        if (this.client === client) fn(...args);
+      };
+    client.on(
+      "status",
+      mine((status, detail) => this.setStatus(status, detail)),
+    );
+    client.on(
+      "patch",
+      mine((patch) => this.onPatch(patch)),
+    );
+    client.on(
+      "welcome",
+      mine((frame) => this.onWelcome(frame)),
+    );
+    client.on(
+      "state",
+      mine(() => this.onState()),
+    );
     client.connect().catch(() => {}); // a final failure arrives as the status "failed"
     return client;
   }
@@ -267,7 +281,12 @@ export class VttSyncModule {
     const g = this.game;
     const c = this.client;
     return Boolean(
-      c && c.role === "gm" && c.status !== "failed" && c.status !== "closed" && g.user?.isGM && g.users?.activeGM?.isSelf,
+      c &&
+      c.role === "gm" &&
+      c.status !== "failed" &&
+      c.status !== "closed" &&
+      g.user?.isGM &&
+      g.users?.activeGM?.isSelf,
     );
   }
 
@@ -381,9 +400,7 @@ export class VttSyncModule {
    * owning it; null when no player owns it; undefined when a player owns
    * it but has not connected yet (the server's owner is then left alone). */
   ownerOf(actor) {
-    const players = this.game.users.filter(
-      (u) => !u.isGM && actor.testUserPermission?.(u, "OWNER"),
-    );
+    const players = this.game.users.filter((u) => !u.isGM && actor.testUserPermission?.(u, "OWNER"));
     if (!players.length) return null;
     const map = this.setting("users") || {};
     for (const u of players) {
@@ -498,7 +515,11 @@ export class VttSyncModule {
     const set = sheetCorrections(sheet, char, this.ownerOf(actor));
     if (!Object.keys(set).length) return;
     const key = hash(JSON.stringify(set));
-    await this.command("update_character", { char: id, set }, { id: `sheet:${id}:${key}@${this.client.version}` });
+    await this.command(
+      "update_character",
+      { char: id, set },
+      { id: `sheet:${id}:${key}@${this.client.version}` },
+    );
   }
 
   /** An edit of PV, PE or PP on a sheet (on the client making it): removed
@@ -698,7 +719,10 @@ export class VttSyncModule {
    * combat: the flag goes in with the start itself, before any turn. */
   onCombatStart(combat, data) {
     if (!this.room || !this.game.user?.isGM || !data) return;
-    data.flags = { ...(data.flags || {}), [MODULE_ID]: { ...(data.flags?.[MODULE_ID] || {}), room: this.room } };
+    data.flags = {
+      ...(data.flags || {}),
+      [MODULE_ID]: { ...(data.flags?.[MODULE_ID] || {}), room: this.room },
+    };
   }
 
   /** Time is counted once: the server's end_turn advances the clock by a
@@ -748,7 +772,11 @@ export class VttSyncModule {
     if (!order.length) return false;
     const rest = linkedOrder(chars.slice(at.index), state);
     const v = this.client.version;
-    await this.command("combat_start", { order: rest.length ? rest : order }, { id: `combat:${combat.id}:start@${v}` });
+    await this.command(
+      "combat_start",
+      { order: rest.length ? rest : order },
+      { id: `combat:${combat.id}:start@${v}` },
+    );
     if (rest.length && rest.length < order.length) {
       await this.command("set_order", { order }, { id: orderId(combat.id, order, v) });
     }
@@ -835,7 +863,10 @@ export class VttSyncModule {
       this.scheduleOrder(combat); // same combatant at another index: a reorder
       return;
     }
-    const from = { round: prior.round, index: prior.combatantId ? byId(prior.combatantId) : prior.turn ?? 0 };
+    const from = {
+      round: prior.round,
+      index: prior.combatantId ? byId(prior.combatantId) : (prior.turn ?? 0),
+    };
     const to = { round: current.round, index: current.turn ?? 0 };
     const dir = comparePositions(to, from);
     if (dir > 0) {

@@ -28,21 +28,18 @@ const MAX_SKILL = 1_000;
 export const ABILITIES = ["str", "dex", "con", "int", "wis", "cha"];
 
 /** The server conditions, as the system conditions each one sets. */
+// sfrpg and pf1 both have dying, stable, unconscious and dead conditions.
+const DYING_CONDITIONS = {
+  names: ["dying", "stable", "unconscious", "dead"],
+  conscious: [],
+  dying: ["dying", "unconscious"],
+  stable: ["stable", "unconscious"],
+  dead: ["dead"],
+};
+
 export const CONDITION_MAP = {
-  sfrpg: {
-    names: ["dying", "stable", "unconscious", "dead"],
-    conscious: [],
-    dying: ["dying", "unconscious"],
-    stable: ["stable", "unconscious"],
-    dead: ["dead"],
-  },
-  pf1: {
-    names: ["dying", "stable", "unconscious", "dead"],
-    conscious: [],
-    dying: ["dying", "unconscious"],
-    stable: ["stable", "unconscious"],
-    dead: ["dead"],
-  },
+  sfrpg: DYING_CONDITIONS,
+  pf1: DYING_CONDITIONS,
   generic: {
     names: ["unconscious", "dead"],
     conscious: [],
@@ -209,14 +206,14 @@ const pf1 = {
   read(actor, settings) {
     const s = actor.system || {};
     const p = this.paths(actor, settings);
-    const peMax = p.pe ? getProperty(s, `${p.pe}.max`) : flag(actor, "pe_max") ?? 0;
+    const peMax = p.pe ? getProperty(s, `${p.pe}.max`) : (flag(actor, "pe_max") ?? 0);
     const ppMax = flag(actor, "pp_max") ?? 0;
     return pools({
       name: String(actor.name || "?").slice(0, 100),
       level: int(getProperty(s, "details.level.value") ?? 1, MIN_LEVEL, MAX_LEVEL, 1),
       pv: getProperty(s, `${p.pv}.value`),
       pv_max: getProperty(s, `${p.pv}.max`),
-      pe: p.pe ? getProperty(s, `${p.pe}.value`) : flag(actor, "pe") ?? peMax,
+      pe: p.pe ? getProperty(s, `${p.pe}.value`) : (flag(actor, "pe") ?? peMax),
       pe_max: peMax,
       pp: flag(actor, "pp") ?? ppMax,
       pp_max: ppMax,
@@ -281,7 +278,12 @@ const generic = {
     const s = actor.system || {};
     return pools({
       name: String(actor.name || "?").slice(0, 100),
-      level: int(getProperty(s, "details.level.value") ?? getProperty(s, "details.level") ?? 1, MIN_LEVEL, MAX_LEVEL, 1),
+      level: int(
+        getProperty(s, "details.level.value") ?? getProperty(s, "details.level") ?? 1,
+        MIN_LEVEL,
+        MAX_LEVEL,
+        1,
+      ),
       pv: hp ? getProperty(actor, `${hp}.value`) : flag(actor, "pv"),
       pv_max: pvMax,
       pe: flag(actor, "pe") ?? peMax,

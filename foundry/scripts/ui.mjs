@@ -19,7 +19,7 @@ export function escapeHtml(text) {
 export function panelModel(mod, actor) {
   const g = mod.game;
   const id = mod.charOf(actor);
-  const char = id ? mod.client?.state?.characters?.[id] ?? null : null;
+  const char = id ? (mod.client?.state?.characters?.[id] ?? null) : null;
   const system = mod.adapter().id;
   return {
     status: mod.status,
@@ -42,7 +42,9 @@ export function panelModel(mod, actor) {
 }
 
 export function panelHtml(model, t) {
-  const parts = [`<header><strong>vtt-sync</strong> <span class="vtt-sync-dot ${escapeHtml(model.status)}"></span></header>`];
+  const parts = [
+    `<header><strong>vtt-sync</strong> <span class="vtt-sync-dot ${escapeHtml(model.status)}"></span></header>`,
+  ];
   const c = model.char;
   if (model.linked && c) {
     parts.push(
@@ -64,8 +66,11 @@ export function panelHtml(model, t) {
     );
   }
   if (model.gm) {
-    buttons.push(`<button type="button" data-vtt-gm="link">${escapeHtml(t(model.linked ? "Relink" : "Link"))}</button>`);
-    if (model.linked) buttons.push(`<button type="button" data-vtt-gm="unlink">${escapeHtml(t("Unlink"))}</button>`);
+    buttons.push(
+      `<button type="button" data-vtt-gm="link">${escapeHtml(t(model.linked ? "Relink" : "Link"))}</button>`,
+    );
+    if (model.linked)
+      buttons.push(`<button type="button" data-vtt-gm="unlink">${escapeHtml(t("Unlink"))}</button>`);
   }
   if (buttons.length) parts.push(`<div class="vtt-sync-actions">${buttons.join("")}</div>`);
   if (model.flagMaxima) {

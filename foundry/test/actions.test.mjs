@@ -5,10 +5,23 @@ import { test } from "node:test";
 import { availableActions, stabilizeCost } from "../scripts/actions.mjs";
 
 function char(extra = {}) {
-  return { name: "X", condition: "conscious", pv: 10, pp: 6, pp_max: 6, activity: null, healer: null, regained_this_turn: false, ...extra };
+  return {
+    name: "X",
+    condition: "conscious",
+    pv: 10,
+    pp: 6,
+    pp_max: 6,
+    activity: null,
+    healer: null,
+    regained_this_turn: false,
+    ...extra,
+  };
 }
 
-const ops = (list) => list.map((a) => `${a.op}${a.args.patient ? `:${a.args.patient}` : ""}${a.args.kind ? `:${a.args.kind}` : ""}`);
+const ops = (list) =>
+  list.map(
+    (a) => `${a.op}${a.args.patient ? `:${a.args.patient}` : ""}${a.args.kind ? `:${a.args.kind}` : ""}`,
+  );
 
 test("a conscious character: first aid on the dying, tending the untended stable, rests", () => {
   const state = {
@@ -20,7 +33,13 @@ test("a conscious character: first aid on the dying, tending the untended stable
       tended: char({ condition: "stable", pv: 0, healer: "other" }),
     },
   };
-  assert.deepEqual(ops(availableActions(state, "me")), ["first_aid:dy", "tend:st", "rest:short", "rest:night", "rest:bed"]);
+  assert.deepEqual(ops(availableActions(state, "me")), [
+    "first_aid:dy",
+    "tend:st",
+    "rest:short",
+    "rest:night",
+    "rest:bed",
+  ]);
 });
 
 test("in combat, resting, tending, out of PP: the rests that the rules allow", () => {
@@ -38,11 +57,17 @@ test("dying: stabilise when the PP cover S3's cost and the allowance is free; st
   assert.equal(stabilizeCost({ pp_max: 6 }), 1);
   assert.equal(stabilizeCost({ pp_max: 9 }), 2);
   assert.equal(stabilizeCost({ pp_max: 20 }), 3);
-  const dying = (extra) => ({ combat: null, characters: { me: char({ condition: "dying", pv: 0, pp_max: 9, ...extra }) } });
+  const dying = (extra) => ({
+    combat: null,
+    characters: { me: char({ condition: "dying", pv: 0, pp_max: 9, ...extra }) },
+  });
   assert.deepEqual(ops(availableActions(dying({ pp: 2 }), "me")), ["stabilize"]);
   assert.deepEqual(ops(availableActions(dying({ pp: 1 }), "me")), []);
   assert.deepEqual(ops(availableActions(dying({ pp: 5, regained_this_turn: true }), "me")), []);
-  const stable = { combat: null, characters: { me: char({ condition: "stable", pv: 0, healer: "h" }), h: char() } };
+  const stable = {
+    combat: null,
+    characters: { me: char({ condition: "stable", pv: 0, healer: "h" }), h: char() },
+  };
   assert.deepEqual(ops(availableActions(stable, "me")), ["stay_in_fight", "untend:me"]);
   assert.deepEqual(availableActions({ characters: { me: char({ condition: "dead" }) } }, "me"), []);
   assert.deepEqual(availableActions({ characters: {} }, "me"), []);

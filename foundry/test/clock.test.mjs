@@ -1,23 +1,10 @@
 // World time: Foundry's game.time and the server's clock end equal.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { Table, sfrpgSheet, serverSeconds } from "./harness.mjs";
-import { startServer } from "./server.mjs";
+import { serverForFile, sfrpgSheet, serverSeconds } from "./harness.mjs";
 
-let server;
-before(async () => {
-  server = await startServer();
-});
-after(async () => {
-  await server?.stop();
-});
-
-let rooms = 0;
-async function table(opts = {}) {
-  rooms += 1;
-  return new Table(server, { room: `k${rooms}`, ...opts }).open();
-}
+const table = serverForFile("k");
 
 const CALENDAR = 1_000_000; // a world whose calendar is well past second 0
 

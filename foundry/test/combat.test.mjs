@@ -81,19 +81,45 @@ test("undoCandidates: what undo would revert, newest first, skipping undos, what
     patch(13, "y-2", [{ kind: "damage" }]),
     patch(14, "undo:13@13", [{ kind: "undo", undone: 13, op: "damage" }]),
   ];
-  assert.deepEqual(undoCandidates(history, 2).map((p) => p.v), [11, 10]);
+  assert.deepEqual(
+    undoCandidates(history, 2).map((p) => p.v),
+    [11, 10],
+  );
 });
 
 test("planUndo: a step back is the undo of the module's own last end_turns, else refused with the reason", () => {
   const history = [patch(10, "turn:C1:1.0:a@9"), patch(11, "turn:C1:1.2:c@10")];
-  assert.deepEqual(planUndo(history, [{ char: "c", round: 1 }], "C1").undo.map((p) => p.v), [11]);
   assert.deepEqual(
-    planUndo(history, [{ char: "a", round: 1 }, { char: "c", round: 1 }], "C1").undo.map((p) => p.v),
+    planUndo(history, [{ char: "c", round: 1 }], "C1").undo.map((p) => p.v),
+    [11],
+  );
+  assert.deepEqual(
+    planUndo(
+      history,
+      [
+        { char: "a", round: 1 },
+        { char: "c", round: 1 },
+      ],
+      "C1",
+    ).undo.map((p) => p.v),
     [11, 10],
   );
   assert.deepEqual(planUndo(history, [], "C1"), { ok: true, undo: [] });
   assert.equal(planUndo(history, [{ char: "a", round: 1 }], "C1").reason, "not_last");
   assert.equal(planUndo(history, [{ char: "c", round: 1 }], "C2").reason, "not_last"); // another combat's
-  assert.equal(planUndo([...history, patch(12, "z", [{ kind: "damage" }])], [{ char: "c", round: 1 }], "C1").reason, "not_last");
-  assert.equal(planUndo(history.slice(1), [{ char: "a", round: 1 }, { char: "c", round: 1 }], "C1").reason, "history");
+  assert.equal(
+    planUndo([...history, patch(12, "z", [{ kind: "damage" }])], [{ char: "c", round: 1 }], "C1").reason,
+    "not_last",
+  );
+  assert.equal(
+    planUndo(
+      history.slice(1),
+      [
+        { char: "a", round: 1 },
+        { char: "c", round: 1 },
+      ],
+      "C1",
+    ).reason,
+    "history",
+  );
 });

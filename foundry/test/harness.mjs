@@ -4,17 +4,27 @@
 // server's state and every patch.
 
 import assert from "node:assert/strict";
+import { after, before } from "node:test";
 
 import { VttSyncModule } from "../scripts/module.mjs";
 import { World } from "./standin.mjs";
-import { BrowserLikeWebSocket, VttSyncClient, connect, makeRoom, waitFor } from "./server.mjs";
+import { BrowserLikeWebSocket, VttSyncClient, connect, makeRoom, startServer, waitFor } from "./server.mjs";
 
 export const GM = 4; // Foundry's GAMEMASTER role
 export const PLAYER = 1;
 
 /** Sheet data shaped like the sfrpg template (static/template.json before
  * the data models: attributes.hp/sp/rp, details.level, skills.med). */
-export function sfrpgSheet({ hp = 20, hpMax = 20, sp = 15, spMax = 15, rp = 6, rpMax = 6, level = 3, med = 5 } = {}) {
+export function sfrpgSheet({
+  hp = 20,
+  hpMax = 20,
+  sp = 15,
+  spMax = 15,
+  rp = 6,
+  rpMax = 6,
+  level = 3,
+  med = 5,
+} = {}) {
   return {
     attributes: {
       hp: { value: hp, max: hpMax, min: 0, temp: null },
@@ -23,7 +33,10 @@ export function sfrpgSheet({ hp = 20, hpMax = 20, sp = 15, spMax = 15, rp = 6, r
     },
     details: { level: { value: level, min: 1, max: 20 } },
     abilities: Object.fromEntries(
-      ["str", "dex", "con", "int", "wis", "cha"].map((a) => [a, { value: a === "con" ? 14 : 10, min: 3, misc: 0, mod: 0 }]),
+      ["str", "dex", "con", "int", "wis", "cha"].map((a) => [
+        a,
+        { value: a === "con" ? 14 : 10, min: 3, misc: 0, mod: 0 },
+      ]),
     ),
     skills: { med: { ability: "int", ranks: 2, value: 0, misc: 0, mod: med, enabled: true } },
     conditions: {},
@@ -41,7 +54,10 @@ export function pf1Sheet({ hpMax = 24, hpOffset = 0, level = 3, hea = 6 } = {}) 
     },
     details: { level: { value: level } },
     abilities: Object.fromEntries(
-      ["str", "dex", "con", "int", "wis", "cha"].map((a) => [a, { value: 12, damage: 0, drain: 0, userPenalty: 0, total: 12 }]),
+      ["str", "dex", "con", "int", "wis", "cha"].map((a) => [
+        a,
+        { value: 12, damage: 0, drain: 0, userPenalty: 0, total: 12 },
+      ]),
     ),
     skills: { hea: { ability: "wis", rank: 3, mod: hea } },
   };
@@ -121,7 +137,9 @@ export class Table {
         this.all.map((t) => [t.mod.client?.version, t.mod.orderTimers.size, t.mod.syncScheduled]),
         this.world.time,
       ]);
-      const busy = this.all.some((t) => t.mod.orderTimers.size || (t.mod.client && t.mod.client.version !== this.watcher.version));
+      const busy = this.all.some(
+        (t) => t.mod.orderTimers.size || (t.mod.client && t.mod.client.version !== this.watcher.version),
+      );
       if (sig === last && !busy) stable += 1;
       else stable = 0;
       last = sig;
@@ -169,4 +187,21 @@ export class Table {
 export function serverSeconds(tab) {
   const saved = tab.game.settings.get("vtt-sync", "clock");
   return tab.game.time.worldTime - saved.offset;
+}
+
+/** One server for a test file (started before its tests, stopped after);
+ * returns `table(opts)`, which opens a Table in a new room of it. */
+export function serverForFile(prefix) {
+  let server = null;
+  let rooms = 0;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+  return (opts = {}) => {
+    rooms += 1;
+    return new Table(server, { room: `${prefix}${rooms}`, ...opts }).open();
+  };
 }

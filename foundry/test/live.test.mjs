@@ -1,29 +1,24 @@
 // The module against a real vtt-sync server, through the Foundry stand-in.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { Table, sfrpgSheet, serverSeconds } from "./harness.mjs";
-import { startServer } from "./server.mjs";
+import { serverForFile, sfrpgSheet, serverSeconds } from "./harness.mjs";
 
-let server;
-before(async () => {
-  server = await startServer();
-});
-after(async () => {
-  await server?.stop();
-});
-
-let rooms = 0;
-async function table(opts = {}) {
-  rooms += 1;
-  return new Table(server, { room: `r${rooms}`, ...opts }).open();
-}
+const table = serverForFile("r");
 
 /** Aline (Paul's), Gorgol (the GM's) and an unlinked monster in a combat. */
 async function combatTable(opts) {
   const t = await table(opts);
-  const aline = await t.actor({ name: "Aline", system: sfrpgSheet(), ownership: { default: 0, [t.playerUser]: 3 } });
-  const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet({ hp: 7, hpMax: 7, sp: 4, spMax: 4, rp: 1, rpMax: 1, level: 1 }) });
+  const aline = await t.actor({
+    name: "Aline",
+    system: sfrpgSheet(),
+    ownership: { default: 0, [t.playerUser]: 3 },
+  });
+  const gorgol = await t.actor({
+    name: "Gorgol",
+    type: "npc",
+    system: sfrpgSheet({ hp: 7, hpMax: 7, sp: 4, spMax: 4, rp: 1, rpMax: 1, level: 1 }),
+  });
   const monster = await t.actor({ name: "Monster", type: "npc", system: sfrpgSheet() });
   const gm = t.gm;
   await gm.mod.link(gm.client.actor(aline));

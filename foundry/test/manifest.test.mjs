@@ -20,7 +20,15 @@ let folder;
 let manifest;
 before(() => {
   out = mkdtempSync(join(tmpdir(), "vtt-sync-build-"));
-  execFileSync("python3", [join(FOUNDRY, "build.py"), "--out", out, "--base-url", BASE, "--version", "9.8.7"]);
+  execFileSync("python3", [
+    join(FOUNDRY, "build.py"),
+    "--out",
+    out,
+    "--base-url",
+    BASE,
+    "--version",
+    "9.8.7",
+  ]);
   folder = join(out, "vtt-sync");
   manifest = JSON.parse(readFileSync(join(folder, "module.json"), "utf8"));
 });
@@ -36,14 +44,18 @@ function files(dir) {
 test("the manifest has Foundry's fields for v12 and v13", () => {
   assert.equal(manifest.id, "vtt-sync");
   assert.equal(manifest.version, "9.8.7");
-  for (const key of ["title", "description", "url", "bugs", "license"]) assert.equal(typeof manifest[key], "string", key);
+  for (const key of ["title", "description", "url", "bugs", "license"])
+    assert.equal(typeof manifest[key], "string", key);
   assert.deepEqual(manifest.compatibility, { minimum: "12", verified: "13" });
   assert.deepEqual(manifest.esmodules, ["scripts/main.mjs"]);
   assert.ok(manifest.styles.length && manifest.languages.length);
   assert.equal(manifest.socket, true);
   assert.deepEqual(
     manifest.relationships.recommends.map((r) => [r.id, r.type]),
-    [["sfrpg", "system"], ["pf1", "system"]],
+    [
+      ["sfrpg", "system"],
+      ["pf1", "system"],
+    ],
   );
   assert.equal(manifest.manifest, `${BASE}module.json`);
   assert.equal(manifest.download, `${BASE}vtt-sync.zip`);
@@ -100,8 +112,18 @@ test("the built main.mjs loads in a stand-in Foundry, registers its settings and
   const modules = new Map([["vtt-sync", { id: "vtt-sync" }]]);
   // Just enough DOM for the indicator the module adds at ready.
   const appended = [];
-  const element = () => ({ dataset: {}, append() {}, prepend() {}, querySelector: () => null, querySelectorAll: () => [] });
-  const document = { createElement: element, body: { append: (e) => appended.push(e) }, querySelectorAll: () => [] };
+  const element = () => ({
+    dataset: {},
+    append() {},
+    prepend() {},
+    querySelector: () => null,
+    querySelectorAll: () => [],
+  });
+  const document = {
+    createElement: element,
+    body: { append: (e) => appended.push(e) },
+    querySelectorAll: () => [],
+  };
   Object.assign(globalThis, client.env, { game: { ...client.env.game, modules }, document });
   try {
     await import(pathToFileURL(join(folder, "scripts/main.mjs")).href);
@@ -143,7 +165,8 @@ test("every text the module shows exists in lang/en.json", async () => {
   }
   for (const c of ["conscious", "dying", "stable", "dead"]) used.add(`Condition.${c}`);
   for (const r of ["short", "night", "bed"]) used.add(`Rest.${r}`);
-  for (const s of ["off", "idle", "connecting", "connected", "disconnected", "failed", "closed"]) used.add(`Status.${s}`);
+  for (const s of ["off", "idle", "connecting", "connected", "disconnected", "failed", "closed"])
+    used.add(`Status.${s}`);
   for (const k of ["Link", "Relink", "Unlink", "PeMax", "PpMax"]) used.add(k);
   assert.ok(used.size > 40, `found ${used.size} keys`);
   const missing = [...used].filter((k) => !has(k));

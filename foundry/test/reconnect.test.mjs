@@ -11,7 +11,11 @@ test("reconnection resumes: one notice, commands made meanwhile applied once, cl
   const { dir, port, admin } = server;
   const t = await new Table(server, { room: "again" }).open();
   try {
-    const aline = await t.actor({ name: "Aline", system: sfrpgSheet(), ownership: { default: 0, [t.playerUser]: 3 } });
+    const aline = await t.actor({
+      name: "Aline",
+      system: sfrpgSheet(),
+      ownership: { default: 0, [t.playerUser]: 3 },
+    });
     const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet() });
     await t.gm.mod.link(t.gm.client.actor(aline));
     await t.gm.mod.link(t.gm.client.actor(gorgol));
@@ -28,17 +32,24 @@ test("reconnection resumes: one notice, commands made meanwhile applied once, cl
 
     t.watcher.close();
     await server.stop({ keepData: true });
-    await waitFor(() => t.all.every((tab) => tab.mod.status === "disconnected"), { what: "modules see the drop" });
+    await waitFor(() => t.all.every((tab) => tab.mod.status === "disconnected"), {
+      what: "modules see the drop",
+    });
     // Meanwhile, in Foundry: a turn ends, then an hour passes.
     await combat.nextTurn();
     await t.gm.game.time.advance(3600);
     await t.world.flush();
     // Several reconnection attempts fail while the server is down.
-    await waitFor(() => t.gm.mod.client.connections === 1 && t.gm.mod.client._attempt >= 2, { what: "retries" });
+    await waitFor(() => t.gm.mod.client.connections === 1 && t.gm.mod.client._attempt >= 2, {
+      what: "retries",
+    });
 
     server = await startServer({ dataDir: dir, port, admin });
     t.server = server;
-    await waitFor(() => t.all.every((tab) => tab.mod.status === "connected"), { timeout: 20_000, what: "reconnected" });
+    await waitFor(() => t.all.every((tab) => tab.mod.status === "connected"), {
+      timeout: 20_000,
+      what: "reconnected",
+    });
     t.watcher = null;
     const { connect } = await import("./server.mjs");
     t.watcher = await connect(server.url, t.people.gm.token, t.room);

@@ -13,7 +13,9 @@ import { fileURLToPath } from "node:url";
 import { VttSyncClient } from "../../client_stub/web/vtt-sync-client.js";
 
 if (typeof globalThis.WebSocket !== "function") {
-  throw new Error("these tests need a WebSocket: run Node 20 with --experimental-websocket (Node 22+ has one)");
+  throw new Error(
+    "these tests need a WebSocket: run Node 20 with --experimental-websocket (Node 22+ has one)",
+  );
 }
 
 export const REPO = fileURLToPath(new URL("../../", import.meta.url));

@@ -1,24 +1,11 @@
 // Sheets follow the server: values, conditions, edits, linking, players'
 // actions (a real server, the Foundry stand-in).
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { Table, pf1Sheet, sfrpgSheet } from "./harness.mjs";
-import { startServer } from "./server.mjs";
+import { pf1Sheet, serverForFile, sfrpgSheet } from "./harness.mjs";
 
-let server;
-before(async () => {
-  server = await startServer();
-});
-after(async () => {
-  await server?.stop();
-});
-
-let rooms = 0;
-async function table(opts = {}) {
-  rooms += 1;
-  return new Table(server, { room: `s${rooms}`, ...opts }).open();
-}
+const table = serverForFile("s");
 
 const hp = (tab, id) => tab.client.actor(id).system.attributes.hp.value;
 const conditions = (tab, id) => tab.client.actor(id)._source.conditions;
@@ -28,8 +15,16 @@ test("sfrpg: a dying actor's sheet values and conditions follow the server; a pl
   const t = await table();
   const mine = { default: 0, [t.playerUser]: 3 };
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet(), ownership: mine });
-  const bastien = await t.actor({ name: "Bastien", system: sfrpgSheet({ hp: 38, hpMax: 38, med: 9 }), ownership: mine });
-  const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet({ hp: 7, hpMax: 7, sp: 4, spMax: 4, rp: 2, rpMax: 2, level: 1 }) });
+  const bastien = await t.actor({
+    name: "Bastien",
+    system: sfrpgSheet({ hp: 38, hpMax: 38, med: 9 }),
+    ownership: mine,
+  });
+  const gorgol = await t.actor({
+    name: "Gorgol",
+    type: "npc",
+    system: sfrpgSheet({ hp: 7, hpMax: 7, sp: 4, spMax: 4, rp: 2, rpMax: 2, level: 1 }),
+  });
   for (const id of [aline, bastien, gorgol]) await t.gm.mod.link(t.gm.client.actor(id));
   await t.settle();
   const [ca, cb, cg] = [aline, bastien, gorgol].map((id) => `fvtt-${id}`);
@@ -146,7 +141,9 @@ test("pf1: HP kept as pf1's offset, PE and PP in the module's flags, conditions 
     assert.deepEqual(conditions(tab, valeros), ["dying", "unconscious"]);
   }
   // The condition write went through pf1's setConditions with the module's tag.
-  const condWrite = t.world.log.filter((l) => l.type === "Actor" && l.options?.vttSync && l.ids.includes(valeros));
+  const condWrite = t.world.log.filter(
+    (l) => l.type === "Actor" && l.options?.vttSync && l.ids.includes(valeros),
+  );
   assert.ok(condWrite.length >= 2);
   // Healed by the server: conscious, no condition.
   await t.watcher.command("heal", { char: cv, amount: 10 });
@@ -171,7 +168,9 @@ test("pf1 with Wounds and Vigor: vigor is PE, wounds are PV", async () => {
   let c = t.state.characters[cs];
   assert.deepEqual([c.pv, c.pv_max, c.pe, c.pe_max, c.pp_max], [12, 12, 9, 9, 3]);
   // Vigor and wounds both down to 0 on the sheet: one damage of 21 (vigor first), dying.
-  await t.gm.client.actor(seelah).update({ "system.attributes.vigor.value": 0, "system.attributes.wounds.value": 0 });
+  await t.gm.client
+    .actor(seelah)
+    .update({ "system.attributes.vigor.value": 0, "system.attributes.wounds.value": 0 });
   await t.settle();
   c = t.state.characters[cs];
   assert.deepEqual([c.pv, c.pe, c.condition], [0, 0, "dying"]);
@@ -188,7 +187,11 @@ test("another system: HP where the system keeps them, PE/PP in flags, Foundry's 
   const t = await table({ system: "dnd5e" });
   const id = await t.actor({
     name: "Lae'zel",
-    system: { attributes: { hp: { value: 30, max: 30 } }, details: { level: 5 }, abilities: { con: { value: 16 } } },
+    system: {
+      attributes: { hp: { value: 30, max: 30 } },
+      details: { level: 5 },
+      abilities: { con: { value: 16 } },
+    },
     flags: { "vtt-sync": { pe_max: 10, pp_max: 2 } },
   });
   await t.gm.mod.link(t.gm.client.actor(id));

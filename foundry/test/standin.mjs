@@ -170,13 +170,28 @@ export class World {
 
   addActor(data) {
     const id = this.id("A");
-    this.actors.set(id, { _id: id, type: "character", flags: {}, ownership: { default: 0 }, conditions: [], ...clone(data) });
+    this.actors.set(id, {
+      _id: id,
+      type: "character",
+      flags: {},
+      ownership: { default: 0 },
+      conditions: [],
+      ...clone(data),
+    });
     return id;
   }
 
   addCombat(data = {}) {
     const id = this.id("C");
-    this.combats.set(id, { _id: id, name: "Encounter", round: 0, turn: null, flags: {}, combatants: [], ...clone(data) });
+    this.combats.set(id, {
+      _id: id,
+      name: "Encounter",
+      round: 0,
+      turn: null,
+      flags: {},
+      combatants: [],
+      ...clone(data),
+    });
     for (const c of this.clients) c.receiveCombat(id, { created: true });
     return id;
   }
@@ -247,7 +262,14 @@ export class World {
     const data = this.combats.get(id);
     const before = { round: data.round, turn: data.turn };
     merge(data, changed);
-    this.log.push({ op: "update", type: "Combat", ids: [id], changed: clone(changed), options: clone(options), userId });
+    this.log.push({
+      op: "update",
+      type: "Combat",
+      ids: [id],
+      changed: clone(changed),
+      options: clone(options),
+      userId,
+    });
     await this.deliver((c) => c.receiveCombat(id, { changed, options, userId, before }));
     // Foundry's own combat time: v12 `advanceTime`, v13 `worldTime.delta`.
     const delta = options?.worldTime?.delta ?? options?.advanceTime ?? 0;
@@ -278,7 +300,10 @@ export class World {
       else {
         const was = sortedBefore.indexOf(current);
         const next = sortedBefore.slice(was + 1).find((c) => after.includes(c));
-        const prev = sortedBefore.slice(0, was).reverse().find((c) => after.includes(c));
+        const prev = sortedBefore
+          .slice(0, was)
+          .reverse()
+          .find((c) => after.includes(c));
         const survivor = next ?? prev;
         turn = survivor ? after.indexOf(survivor) : 0;
       }
@@ -286,7 +311,9 @@ export class World {
     const turnChanged = turn !== data.turn || (after[turn]?._id ?? null) !== before.combatantId;
     data.turn = turn;
     this.log.push({ op: "combatants", type: "Combat", ids: [id], created, deleted, updated, userId });
-    await this.deliver((c) => c.receiveCombatants(id, { created, deleted, updated, userId, before, turnChanged }));
+    await this.deliver((c) =>
+      c.receiveCombatants(id, { created, deleted, updated, userId, before, turnChanged }),
+    );
   }
 
   setTime(value, options, userId) {
@@ -348,7 +375,9 @@ export class FoundryClient {
         const users = new Collection();
         for (const id of client.world.users.keys()) users.set(id, client.userDoc(id));
         users.activeGM = (() => {
-          const gms = users.filter((u) => u.active && u.isGM).sort((a, b) => b.role - a.role || (a.id < b.id ? -1 : 1));
+          const gms = users
+            .filter((u) => u.active && u.isGM)
+            .sort((a, b) => b.role - a.role || (a.id < b.id ? -1 : 1));
           return gms[0] ?? null;
         })();
         return users;
@@ -556,7 +585,8 @@ export class FoundryClient {
     combat._source = clone(this.world.combats.get(id));
     for (const cid of created) this.Hooks.callAll("createCombatant", combat.combatants.get(cid), {}, userId);
     for (const cid of deleted) this.Hooks.callAll("deleteCombatant", old.get(cid), {}, userId);
-    for (const cid of updated) this.Hooks.callAll("updateCombatant", combat.combatants.get(cid), {}, {}, userId);
+    for (const cid of updated)
+      this.Hooks.callAll("updateCombatant", combat.combatants.get(cid), {}, {}, userId);
     const current = combat.state();
     this.history.set(id, current);
     if (turnChanged) {
@@ -624,7 +654,8 @@ function makeActorClass(client) {
       for (const k of ["hp", "wounds", "vigor"]) {
         const a = attrs[k];
         if (!a) continue;
-        if (a.value !== undefined && a.offset === undefined) a.offset = a.value - (a.max ?? this.system.attributes[k].max);
+        if (a.value !== undefined && a.offset === undefined)
+          a.offset = a.value - (a.max ?? this.system.attributes[k].max);
         delete a.value;
       }
     }
@@ -697,7 +728,10 @@ class ClientCombatant {
     return client.world.editCombatants(
       this.combat.id,
       (c) => {
-        Object.assign(c.combatants.find((x) => x._id === this.id), clone(data));
+        Object.assign(
+          c.combatants.find((x) => x._id === this.id),
+          clone(data),
+        );
         return { updated: [this.id] };
       },
       client.userId,
@@ -737,7 +771,7 @@ class ClientCombat {
     return sortTurns(this._source.combatants).map((c) => all.get(c._id));
   }
   get combatant() {
-    return this.turn === null ? null : this.turns[this.turn] ?? null;
+    return this.turn === null ? null : (this.turns[this.turn] ?? null);
   }
   state() {
     const c = this.combatant;
@@ -753,7 +787,9 @@ class ClientCombat {
     return this.client.updateCombat(this._id, data, options);
   }
   timeOptions(delta, direction) {
-    return this.client.world.generation >= 13 ? { worldTime: { delta }, direction } : { advanceTime: delta, direction };
+    return this.client.world.generation >= 13
+      ? { worldTime: { delta }, direction }
+      : { advanceTime: delta, direction };
   }
   get cfg() {
     return this.client.env.CONFIG.time;

@@ -42,7 +42,18 @@ function sfrpgCharacter() {
       eac: { min: 0, value: 15, tooltip: [] },
     },
     details: { level: { value: 4, min: 1, max: 20 }, race: "", class: "" },
-    skills: { med: { ability: "int", min: 0, ranks: 4, value: 0, misc: 0, mod: 7, enabled: true, isTrainedOnly: true } },
+    skills: {
+      med: {
+        ability: "int",
+        min: 0,
+        ranks: 4,
+        value: 0,
+        misc: 0,
+        mod: 7,
+        enabled: true,
+        isTrainedOnly: true,
+      },
+    },
     conditions: {},
   };
 }
@@ -59,7 +70,8 @@ function sfrpgNpc() {
 /** A pf1 (v10+) character as prepared: value = max + offset. */
 function pf1Character({ hpOffset = -5 } = {}) {
   const abilities = {};
-  for (const a of ABILITIES) abilities[a] = { value: 12, damage: 0, drain: 0, userPenalty: 0, total: 12, mod: 1 };
+  for (const a of ABILITIES)
+    abilities[a] = { value: 12, damage: 0, drain: 0, userPenalty: 0, total: 12, mod: 1 };
   abilities.dex = { value: 14, damage: 0, drain: 0, userPenalty: 0, total: 0, mod: -5 }; // dying: pf1 sets Dex to 0
   return {
     abilities,
@@ -74,7 +86,9 @@ function pf1Character({ hpOffset = -5 } = {}) {
 }
 
 const woundsAndVigor = (on) => (ns, key) =>
-  ns === "pf1" && key === "healthConfig" ? { variants: { pc: { useWoundsAndVigor: on }, npc: { useWoundsAndVigor: false } } } : undefined;
+  ns === "pf1" && key === "healthConfig"
+    ? { variants: { pc: { useWoundsAndVigor: on }, npc: { useWoundsAndVigor: false } } }
+    : undefined;
 
 test("sfrpg: a character's sheet reads as add_character values", () => {
   const sheet = adapterFor("sfrpg").read(actor({ name: "Obozaya", system: sfrpgCharacter() }));
@@ -159,7 +173,9 @@ test("pf1: an edit written as hp.value or as hp.offset gives the same new HP", (
   const a = actor({ system: pf1Character() });
   const get = woundsAndVigor(false);
   assert.deepEqual(adapterFor("pf1").edits(a, { "system.attributes.hp.value": 7 }, get), { pv: 7 });
-  assert.deepEqual(adapterFor("pf1").edits(a, { system: { attributes: { hp: { offset: -24 } } } }, get), { pv: 7 });
+  assert.deepEqual(adapterFor("pf1").edits(a, { system: { attributes: { hp: { offset: -24 } } } }, get), {
+    pv: 7,
+  });
 });
 
 test("generic: HP at system.attributes.hp when the system has them, else in flags", () => {
@@ -169,7 +185,10 @@ test("generic: HP at system.attributes.hp when the system has them, else in flag
   });
   const generic = adapterFor("dnd5e");
   assert.equal(generic.id, "generic");
-  assert.deepEqual([generic.read(withHp).pv, generic.read(withHp).pv_max, generic.read(withHp).level], [8, 10, 2]);
+  assert.deepEqual(
+    [generic.read(withHp).pv, generic.read(withHp).pv_max, generic.read(withHp).level],
+    [8, 10, 2],
+  );
   assert.deepEqual(generic.write(withHp, { pv: 0, pe: 0, pp: 1 }), { "system.attributes.hp.value": 0 });
   const bare = actor({ system: {}, flags: { "vtt-sync": { pv_max: 12, pv: 12 } } });
   assert.deepEqual(generic.write(bare, { pv: 4, pe: 0, pp: 0 }), {
@@ -185,7 +204,11 @@ test("conditions: each server condition as the system's, only the changes", () =
     const dying = actor({ system: {}, conditions: ["dying", "unconscious"] });
     assert.deepEqual(conditionChanges(adapter, dying, "dying"), {});
     assert.deepEqual(conditionChanges(adapter, dying, "stable"), { dying: false, stable: true });
-    assert.deepEqual(conditionChanges(adapter, dying, "dead"), { dying: false, unconscious: false, dead: true });
+    assert.deepEqual(conditionChanges(adapter, dying, "dead"), {
+      dying: false,
+      unconscious: false,
+      dead: true,
+    });
     assert.deepEqual(conditionChanges(adapter, dying, "conscious"), { dying: false, unconscious: false });
   }
   const generic = adapterFor("other");
@@ -220,11 +243,32 @@ test("editCommands: sheet edits become the server's commands", () => {
 });
 
 test("sheetCorrections: maxima, level and owner from the sheet; current values come down with a maximum", () => {
-  const c = { name: "A", level: 3, pv: 20, pv_max: 20, pe: 15, pe_max: 15, pe_max_base: 15, pp: 6, pp_max: 6, owner: null, ability_damage: { con: 4 } };
+  const c = {
+    name: "A",
+    level: 3,
+    pv: 20,
+    pv_max: 20,
+    pe: 15,
+    pe_max: 15,
+    pe_max_base: 15,
+    pp: 6,
+    pp_max: 6,
+    owner: null,
+    ability_damage: { con: 4 },
+  };
   const sheet = { name: "A", level: 3, pv_max: 20, pe_max: 15, pp_max: 6 };
   assert.deepEqual(sheetCorrections(sheet, c, null), {});
   assert.deepEqual(sheetCorrections(sheet, c, undefined), {}); // owner unknown: left alone
-  assert.deepEqual(sheetCorrections({ ...sheet, pv_max: 12, pp_max: 4 }, c, "u2"), { pv_max: 12, pp_max: 4, owner: "u2", pv: 12, pp: 4 });
+  assert.deepEqual(sheetCorrections({ ...sheet, pv_max: 12, pp_max: 4 }, c, "u2"), {
+    pv_max: 12,
+    pp_max: 4,
+    owner: "u2",
+    pv: 12,
+    pp: 4,
+  });
   // A2: with 4 Con damage (2 modifier points lost) at level 3, pe_max 12 is effectively 6.
-  assert.deepEqual(sheetCorrections({ ...sheet, pe_max: 12 }, { ...c, pe: 9, pe_max: 9 }, null), { pe_max: 12, pe: 6 });
+  assert.deepEqual(sheetCorrections({ ...sheet, pe_max: 12 }, { ...c, pe: 9, pe_max: 9 }, null), {
+    pe_max: 12,
+    pe: 6,
+  });
 });

@@ -14,7 +14,9 @@ test("the panel shows the server's values, the actions as buttons, and escapes n
       gm: false,
       id: "c1",
       char: { pv: 0, pv_max: 20, pe: 0, pe_max: 15, pp: 5, pp_max: 6, condition: "dying", activity: null },
-      actions: [{ op: "first_aid", args: { char: "c1", patient: "c2" }, key: "FirstAid", name: "<b>Bob</b>" }],
+      actions: [
+        { op: "first_aid", args: { char: "c1", patient: "c2" }, key: "FirstAid", name: "<b>Bob</b>" },
+      ],
       flagMaxima: null,
     },
     t,
@@ -22,7 +24,10 @@ test("the panel shows the server's values, the actions as buttons, and escapes n
   assert.match(html, /PV 0\/20/);
   assert.match(html, /PP 5\/6/);
   assert.match(html, /class="vtt-sync-condition dying">Condition\.dying/);
-  assert.match(html, /data-vtt-op="first_aid" data-vtt-args="\{&quot;char&quot;:&quot;c1&quot;,&quot;patient&quot;:&quot;c2&quot;\}"/);
+  assert.match(
+    html,
+    /data-vtt-op="first_aid" data-vtt-args="\{&quot;char&quot;:&quot;c1&quot;,&quot;patient&quot;:&quot;c2&quot;\}"/,
+  );
   assert.match(html, /Action\.FirstAid\(&lt;b&gt;Bob&lt;\/b&gt;\)/);
   assert.doesNotMatch(html, /<b>Bob/);
   assert.doesNotMatch(html, /data-vtt-gm/);
@@ -30,7 +35,15 @@ test("the panel shows the server's values, the actions as buttons, and escapes n
 
 test("the GM's panel: link buttons, and the flag maxima for systems without PE/PP fields", () => {
   const html = panelHtml(
-    { status: "off", linked: false, gm: true, id: null, char: null, actions: [], flagMaxima: { pe_max: 4, pp_max: 2, pe: true } },
+    {
+      status: "off",
+      linked: false,
+      gm: true,
+      id: null,
+      char: null,
+      actions: [],
+      flagMaxima: { pe_max: 4, pp_max: 2, pe: true },
+    },
     t,
   );
   assert.match(html, /data-vtt-gm="link">Link</);
