@@ -50,6 +50,9 @@ export const HISTORY_ON_CONNECT = 50;
  * before sending one set_order. */
 export const ORDER_DEBOUNCE_MS = 50;
 
+/** Errors kept for inspection (api.errors in a console); older ones are dropped. */
+export const MAX_ERRORS = 50;
+
 /** A server URL as a WebSocket URL: http(s) -> ws(s), no scheme -> ws. */
 export function toWsUrl(text) {
   const url = String(text || "").trim();
@@ -161,7 +164,7 @@ export class VttSyncModule {
       config: false,
       type: Object,
       default: {},
-      onChange: () => this.onUsersChanged(true),
+      onChange: () => this.onUserMap(),
     });
   }
 
@@ -290,10 +293,19 @@ export class VttSyncModule {
     );
   }
 
-  onUsersChanged(mapChanged = false) {
+  /** A user connected or left: the active GM may have changed. */
+  onUsersChanged() {
     const now = this.isAutomation();
-    if (now && (!this.wasAutomation || mapChanged)) this.becomeAutomation();
+    if (now && !this.wasAutomation) this.becomeAutomation();
     this.wasAutomation = now;
+  }
+
+  /** A player's server user became known: the owners of the actors follow. */
+  onUserMap() {
+    if (!this.isAutomation()) return;
+    this.enqueue(async () => {
+      for (const actor of this.linkedActors()) await this.pushSheet(actor);
+    });
   }
 
   /** This client now sends automation: bring everything in step. */
@@ -327,6 +339,7 @@ export class VttSyncModule {
 
   report(err) {
     this.errors.push(err);
+    if (this.errors.length > MAX_ERRORS) this.errors.shift();
     if (err?.name === "CommandError") {
       this.notify("warn", "Refused", { op: err.op || "", message: err.serverMessage || err.message });
     } else if (err?.name === "ConnectionFailed") {
@@ -751,9 +764,17 @@ export class VttSyncModule {
         await this.reconcile(combat, 0, at); // another tab started it
         return;
       }
-      this.notify("warn", "OneCombat", { name: combat.name || combat.id });
-      await combat.setFlag(MODULE_ID, "room", null);
-      return;
+      const other = [...(this.game.combats ?? [])].some(
+        (c) => c.id !== combat.id && this.isLinked(c) && c.started,
+      );
+      if (other) {
+        this.notify("warn", "OneCombat", { name: combat.name || combat.id });
+        await combat.setFlag(MODULE_ID, "room", null);
+        return;
+      }
+      // No running Foundry combat has the server's: a leftover (ended while
+      // nobody was connected, or started elsewhere). This combat replaces it.
+      await this.command("combat_end", {}, { id: `combat:${combat.id}:replace@${this.client.version}` });
     }
     if (!(await this.beginServerCombat(combat, at))) this.warnOnce(`nolinked:${combat.id}`, "NoLinked");
   }

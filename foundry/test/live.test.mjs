@@ -229,3 +229,27 @@ test("a combat already running when the module is set up: 'link combatants' star
   t.assertClean();
   t.close();
 });
+
+test("one combat at a time: a leftover server combat is replaced, a second running one is refused", async () => {
+  const { t, cid, ca, cg } = await combatTable();
+  await t.watcher.command("combat_start", { order: [cg] }); // a leftover, started from the tracker page
+  await t.settle();
+  const combat = t.gm.client.combat(cid);
+  await combat.startCombat();
+  await t.settle();
+  assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 1 });
+  // A second encounter starts while the first runs: it stays Foundry's only.
+  const other = t.world.addCombat({ name: "Ambush" });
+  const second = t.gm.client.combat(other);
+  await second.createEmbeddedDocuments("Combatant", [{ actorId: t.gm.client.combat(cid).turns[0].actorId }]);
+  await second.startCombat();
+  await t.settle();
+  assert.equal(second.getFlag("vtt-sync", "room"), null);
+  assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 1 });
+  assert.match(t.gm.client.notifications.at(-1).text, /one combat at a time; Ambush/);
+  await second.nextTurn(); // not the room's: nothing sent
+  await t.settle();
+  assert.equal(t.patches("turn").length, 0);
+  t.assertClean({ allow: [/one combat at a time/] });
+  t.close();
+});
