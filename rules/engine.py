@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from rules import abilities, clock, roster, stability, stabilizing
+from rules import abilities, clock, roster, stability, stabilizing, tracker
 from rules.context import Actor, Ctx
 from rules.damage import damage
 from rules.dice import Dice
@@ -27,6 +27,7 @@ from rules.validate import (
     ABILITY_SCORES,
     AMOUNT,
     BOOL,
+    CLOCK,
     CORRECTIONS,
     D20,
     ID,
@@ -45,6 +46,7 @@ from rules.validate import (
     ROUND_SECONDS,
     SECONDS,
     SKILL,
+    TURN,
     Arg,
     check_args,
     optional,
@@ -171,8 +173,18 @@ OPS: dict[str, OpSpec] = {
         chars=("char",),
         on_dead=True,
     ),
+    "set_order": OpSpec(
+        {"order": Arg(ORDER), "turn": optional(TURN)},
+        G,
+        lambda ctx, a: tracker.set_order(ctx, a["order"], a["turn"]),
+        chars=("order",),
+        check=tracker.check_set_order,
+        on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
+    ),
     "advance_clock": OpSpec(
-        {"seconds": Arg(SECONDS)}, G, lambda ctx, a: clock.advance(ctx, a["seconds"])
+        {"seconds": Arg(SECONDS), "from": optional(CLOCK)},
+        G,
+        lambda ctx, a: tracker.advance_from(ctx, a["seconds"], a["from"]),
     ),
     "damage": OpSpec(
         {

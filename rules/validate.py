@@ -58,6 +58,7 @@ MAX_ADVANCE = 100 * 365 * 24 * 3600  # a century per clock jump; the scheduler i
 MAX_ROUND_SECONDS = 3600  # a round longer than an hour is not a combat round
 MAX_QUEUED_ROLLS = 100  # a GM's pre-rolled dice for the next checks; bounds the state
 MAX_ORDER = 200  # combatants in one combat
+MAX_CLOCK = 2**63 - 1  # world seconds: the largest integer both encodings carry
 
 
 @attrs.frozen
@@ -229,6 +230,8 @@ SECONDS = _int(1, MAX_ADVANCE)
 ROUND_SECONDS = _int(1, MAX_ROUND_SECONDS)
 ROUND = _int(1, 2**31)
 ORDER = _list(ID, 1, MAX_ORDER)
+CLOCK = _int(0, MAX_CLOCK)
+TURN = _int(0, MAX_ORDER)  # a place in the combat order, or one past its end
 ROLLS = _list(D20, 1, MAX_QUEUED_ROLLS)
 
 
