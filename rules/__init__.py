@@ -27,6 +27,15 @@ from rules.invariants import violations
 from rules.model import Character, Room, from_dict, to_dict
 from rules.patch import apply_ops, diff
 from rules.revert import revert
+from rules.view import (
+    Viewer,
+    patch_class,
+    restricted,
+    view_class,
+    view_events,
+    view_patch,
+    view_state,
+)
 
 __all__ = [
     "ADMIN_OPS",
@@ -48,13 +57,20 @@ __all__ = [
     "SeededDice",
     "ServerDice",
     "UnknownOp",
+    "Viewer",
     "apply",
     "apply_ops",
     "authorize_undo",
     "diff",
     "from_dict",
     "new_room",
+    "patch_class",
+    "restricted",
     "revert",
     "to_dict",
+    "view_class",
+    "view_events",
+    "view_patch",
+    "view_state",
     "violations",
 ]

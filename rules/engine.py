@@ -40,6 +40,7 @@ from rules.validate import (
     ROUND,
     ROUND_SECONDS,
     SECONDS,
+    SHOWN,
     SKILL,
     Arg,
     check_args,
@@ -110,6 +111,7 @@ OPS: dict[str, OpSpec] = {
             "pv": optional(POOL),
             "pe": optional(POOL),
             "pp": optional(POOL),
+            "shown": optional(SHOWN),
         },
         G,
         roster.add_character,
@@ -286,7 +288,9 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
         spec.check(a)
     chars = _named(a, spec.chars)
     for cid in chars:
-        if cid not in room.characters:
+        # A character hidden from the sender (views) does not exist for them:
+        # the same refusal as a wrong id, so that guessing ids reveals nothing.
+        if cid not in room.characters or not actor.sees(room.characters[cid]):
             raise NotFound(f"no character {cid!r} in this room")
     for uid in _named(a, spec.users):
         if uid not in room.users:

@@ -91,7 +91,8 @@ def stable_room(n: int, con: int = 10, healer_medicine: int | None = None) -> Ro
         base = {"pv": 10, "pe": 5, "medicine": 0} | fields
         return Character(
             id=cid, seq=seq, name=cid, owner=None, level=2, pv_max=10, pe_max_base=5,
-            pp=3, pp_max=3, abilities=scores, ability_damage=dict.fromkeys(ABILITIES, 0), **base,
+            pp=3, pp_max=3, abilities=scores, ability_damage=dict.fromkeys(ABILITIES, 0),
+            shown="status", **base,
         )  # fmt: skip
 
     for i in range(n):
