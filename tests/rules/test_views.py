@@ -396,7 +396,9 @@ def test_views_classes():
 # Distinctive secrets: names, and maxima no other number of the table reaches,
 # searched for in every encoded frame to a non-GM who may not see them.
 NAMES = {"c1": "Aline-Q1", "c2": "Bruno-Q2", "c3": "Secret-Gobelin-XYZ", "c4": "Secret-Liche-QWV"}
-SECRET_MIN = 100_000  # a character value this large is distinctive (c3, c4)
+# A character value this large is distinctive (c3, c4: their maxima, and
+# pv_max + pe_max - 1_000_000, what one big hit leaves, differ too).
+SECRET_MIN = 100_000
 
 SHOWN = st.sampled_from(["full", "status", "hidden"])
 USERS = st.sampled_from(["u1", "u2", "u3", "u4", "u5", None])  # gm, p1, p2, obs, p3
@@ -439,7 +441,7 @@ def secret_table(tended: bool) -> Table:
     t.add(NAMES["c2"], owner=t.p1, pp_max=2, level=1, pv_max=8, pe_max=4, shown="status")
     t.add(NAMES["c3"], owner=t.gm, pv_max=777_773, pe_max=666_661, medicine=12)
     t.add(
-        NAMES["c4"], pv_max=888_883, pe_max=555_551, shown="hidden",
+        NAMES["c4"], pv_max=888_883, pe_max=555_557, shown="hidden",
         abilities={"str": 8, "dex": 10, "con": 6, "int": 10, "wis": 10, "cha": 10},
     )  # fmt: skip
     if tended:  # the hidden Liche tends Bruno (L4): a healer some cannot see
