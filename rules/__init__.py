@@ -33,6 +33,7 @@ from rules.view import (
     restricted,
     view_class,
     view_events,
+    view_ops,
     view_patch,
     view_state,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "to_dict",
     "view_class",
     "view_events",
+    "view_ops",
     "view_patch",
     "view_state",
     "violations",

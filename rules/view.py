@@ -120,9 +120,25 @@ def _level(char: dict[str, Any], viewer: Viewer, users: dict[str, Any]) -> str:
     return level_for(viewer.role, viewer.user, char.get("owner"), shown_of(char, users))
 
 
-def _levels(state: dict[str, Any], viewer: Viewer) -> dict[str, str]:
-    users = state.get("users") or {}
-    return {cid: _level(c, viewer, users) for cid, c in (state.get("characters") or {}).items()}
+class _Levels:
+    """One viewer's levels of one state's characters, computed on demand
+    (a patch needs only the few it touches); HIDDEN for an unknown id."""
+
+    __slots__ = ("chars", "memo", "users", "viewer")
+
+    def __init__(self, state: dict[str, Any], viewer: Viewer) -> None:
+        self.chars: dict[str, Any] = state.get("characters") or {}
+        self.users: dict[str, Any] = state.get("users") or {}
+        self.viewer = viewer
+        self.memo: dict[str, str] = {}
+
+    def get(self, cid: Any) -> str:
+        level = self.memo.get(cid)
+        if level is None:
+            c = self.chars.get(cid)
+            level = HIDDEN if c is None else _level(c, self.viewer, self.users)
+            self.memo[cid] = level
+        return level
 
 
 def _status(char: dict[str, Any]) -> dict[str, Any]:
@@ -131,17 +147,60 @@ def _status(char: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _view_combat(combat: dict[str, Any], levels: dict[str, str]) -> dict[str, Any]:
+def _view_char(c: dict[str, Any], level: str, levels: _Levels) -> dict[str, Any] | None:
+    """One character as seen at `level` (None: not seen at all)."""
+    if level == FULL:
+        healer = c.get("healer")
+        if healer is not None and levels.get(healer) == HIDDEN:
+            return {**c, "healer": None}  # who tends you, unseen
+        return c
+    if level == STATUS:
+        return _status(c)
+    return None
+
+
+def _view_combat(combat: dict[str, Any], levels: _Levels) -> dict[str, Any]:
     """The combat without hidden characters: `turn` indexes the shorter
     order, None while a hidden character's turn runs. Unchanged (the same
     object) when nobody in the order is hidden."""
     order = combat.get("order") or []
-    if all(levels.get(cid, HIDDEN) != HIDDEN for cid in order):
+    if all(levels.get(cid) != HIDDEN for cid in order):
         return combat
     turn = combat.get("turn")
-    shown = [cid for cid in order if levels.get(cid, HIDDEN) != HIDDEN]
+    shown = [cid for cid in order if levels.get(cid) != HIDDEN]
     current = order[turn] if isinstance(turn, int) and 0 <= turn < len(order) else None
     return {**combat, "order": shown, "turn": shown.index(current) if current in shown else None}
+
+
+def _view(
+    state: dict[str, Any],
+    levels: _Levels,
+    keys: Iterable[str] | None = None,
+    cids: set[str] | None = None,
+) -> dict[str, Any]:
+    """The view of `state`; with `keys` and `cids`, only those top-level
+    keys and those characters (in the state's own order, so that diffing
+    two such partial views gives the very ops of diffing the whole ones)."""
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if key in GM_ONLY_KEYS:
+            continue
+        if key == "characters":
+            if cids is not None and not cids:
+                continue
+            chars: dict[str, Any] = {}
+            for cid, c in value.items():
+                if cids is None or cid in cids:
+                    seen = _view_char(c, levels.get(cid), levels)
+                    if seen is not None:
+                        chars[cid] = seen
+            value = chars
+        elif keys is not None and key not in keys:
+            continue
+        elif key == "combat" and value is not None:
+            value = _view_combat(value, levels)
+        out[key] = value
+    return out
 
 
 def view_state(state: dict[str, Any], viewer: Viewer) -> dict[str, Any]:
@@ -150,27 +209,7 @@ def view_state(state: dict[str, Any], viewer: Viewer) -> dict[str, Any]:
     `state`, which is never mutated."""
     if viewer.sees_all:
         return state
-    levels = _levels(state, viewer)
-    chars: dict[str, Any] = {}
-    for cid, c in (state.get("characters") or {}).items():
-        level = levels[cid]
-        if level == FULL:
-            healer = c.get("healer")
-            if healer is not None and levels.get(healer, HIDDEN) == HIDDEN:
-                c = {**c, "healer": None}  # who tends you, unseen
-            chars[cid] = c
-        elif level == STATUS:
-            chars[cid] = _status(c)
-    out: dict[str, Any] = {}
-    for key, value in state.items():
-        if key in GM_ONLY_KEYS:
-            continue
-        if key == "characters":
-            value = chars
-        elif key == "combat" and value is not None:
-            value = _view_combat(value, levels)
-        out[key] = value
-    return out
+    return _view(state, _Levels(state, viewer))
 
 
 def _event_levels(
@@ -180,20 +219,14 @@ def _event_levels(
     levels before and after (a character hidden, or shown, by this very
     patch leaks nothing of the time it was hidden); HIDDEN if it is in
     neither state."""
-    states = (before, after)
-    memo: dict[str, str] = {}
+    b, a = _Levels(before, viewer), _Levels(after, viewer)
 
     def level(cid: str) -> str:
-        if cid not in memo:
-            rank = _RANK[FULL]
-            found = False
-            for st in states:
-                c = (st.get("characters") or {}).get(cid)
-                if c is not None:
-                    found = True
-                    rank = min(rank, _RANK[_level(c, viewer, st.get("users") or {})])
-            memo[cid] = _BY_RANK[rank] if found else HIDDEN
-        return memo[cid]
+        if cid not in b.chars:
+            return a.get(cid)
+        if cid not in a.chars:
+            return b.get(cid)
+        return _BY_RANK[min(_RANK[b.get(cid)], _RANK[a.get(cid)])]
 
     return level
 
@@ -210,7 +243,6 @@ def view_events(
     if viewer.sees_all:
         return events
     level = _event_levels(before, after, viewer)
-    after_levels: dict[str, str] | None = None
     out: list[dict[str, Any]] = []
     for e in events:
         kind = e.get("kind")
@@ -224,15 +256,11 @@ def view_events(
             if lowest == _RANK[STATUS]:
                 keep = STATUS_EVENT_FIELDS.get(kind, STATUS_EVENT_DEFAULT)
                 e = {k: e[k] for k in keep if k in e}
-            elif kind == "turn" and "turn" in e:
+            elif kind == "turn" and "turn" in e and after.get("combat") is not None:
                 # The turn index of the viewer's shorter order (as in their state).
-                if after_levels is None:
-                    after_levels = _levels(after, viewer)
-                combat = after.get("combat")
-                if combat is not None:
-                    seen = _view_combat(combat, after_levels)
-                    if seen is not combat:
-                        e = {**e, "turn": seen["turn"]}
+                seen = _view_combat(after["combat"], _Levels(after, viewer))
+                if seen is not after["combat"]:
+                    e = {**e, "turn": seen["turn"]}
         elif kind == "combat" and e.get("order"):
             order = e["order"]
             if any(level(cid) == HIDDEN for cid in order):
@@ -249,16 +277,44 @@ def view_patch(
     viewer: Viewer,
 ) -> tuple[list[Op], list[dict[str, Any]]]:
     """`viewer`'s (ops, events) for the patch `ops`/`events` that turned the
-    state `before` into `after`: the diff of their two views and their
-    events. The plain patch itself (the same objects) for the GM and admin,
-    and for anyone when the patch is not `restricted`. May be empty: the
-    frame still carries its version."""
+    state `before` into `after`: the ops of diffing their two views, and
+    their events. The plain patch itself (the same objects) for the GM and
+    admin, and for anyone when the patch is not `restricted`. May be empty:
+    the frame still carries its version."""
     if viewer.sees_all or not restricted(ops, events, before, after):
         return ops, events
-    return (
-        diff(view_state(before, viewer), view_state(after, viewer)),
-        view_events(events, before, after, viewer),
-    )
+    return view_ops(before, after, ops, viewer), view_events(events, before, after, viewer)
+
+
+def view_ops(
+    before: dict[str, Any], after: dict[str, Any], ops: list[Op], viewer: Viewer
+) -> list[Op]:
+    """`diff(view_state(before), view_state(after))`, in time that follows
+    the patch rather than the table: only what `ops` touch can look
+    different, plus what depends on a character whose level changed (the
+    characters it tends, the combat order it is in)."""
+    if viewer.sees_all:
+        return ops
+    keys: set[str] = set()
+    cids: set[str] = set()
+    for op in ops:
+        path = op[1]
+        if path[0] != "characters":
+            keys.add(path[0])
+        elif len(path) < 2:
+            return diff(view_state(before, viewer), view_state(after, viewer))
+        else:
+            cids.add(path[1])
+    b, a = _Levels(before, viewer), _Levels(after, viewer)
+    moved = {cid for cid in cids if b.get(cid) != a.get(cid)}
+    if moved:
+        for chars in (b.chars, a.chars):
+            cids.update(cid for cid, c in chars.items() if c.get("healer") in moved)
+        for st in (before, after):
+            combat = st.get("combat")
+            if combat is not None and not moved.isdisjoint(combat.get("order") or ()):
+                keys.add("combat")
+    return diff(_view(before, b, keys, cids), _view(after, a, keys, cids))
 
 
 def restricted(
@@ -271,66 +327,83 @@ def restricted(
     provably not: every op and event concerns characters that everyone sees
     in full (before and after), and touches no GM-only key, no combat with a
     hidden character in it, and no `healer` naming a hidden character.
-    Costs a few lookups per op and event, independent of the table's size
-    (but for the rare user op on a state stored before `shown` existed)."""
+    Costs a few lookups per op and event, whatever the table's size."""
     bchars = before.get("characters") or {}
     achars = after.get("characters") or {}
     busers = before.get("users") or {}
     ausers = after.get("users") or {}
-
-    def shown(cid: str) -> Iterable[str | None]:
-        b, a = bchars.get(cid), achars.get(cid)
-        yield None if b is None else shown_of(b, busers)
-        yield None if a is None else shown_of(a, ausers)
-
-    def not_full(cid: Any) -> bool:
-        levels = [s for s in shown(cid) if s is not None]
-        return not levels or any(s != FULL for s in levels)
-
-    def hidden(cid: Any) -> bool:
-        levels = [s for s in shown(cid) if s is not None]
-        return not levels or HIDDEN in levels
-
-    hidden_in_order: list[bool] = []
-
-    def order_hides() -> bool:
-        if not hidden_in_order:
-            orders = [(st.get("combat") or {}).get("order") or [] for st in (before, after)]
-            hidden_in_order.append(any(hidden(cid) for o in orders for cid in o))
-        return hidden_in_order[0]
-
+    order_hides: bool | None = None
     for op in ops:
         path = op[1]
         head = path[0]
         if head == "characters":
-            if len(path) < 2 or not_full(path[1]):
+            if len(path) < 2:
+                return True
+            cid = path[1]
+            b, a = bchars.get(cid), achars.get(cid)
+            if (b is not None and shown_of(b, busers) != FULL) or (
+                a is not None and shown_of(a, ausers) != FULL
+            ):
                 return True
             if len(path) == 2 or path[2] == "healer":
-                for chars in (bchars, achars):
-                    c = chars.get(path[1])
-                    if c is not None and c.get("healer") is not None and hidden(c["healer"]):
+                for c in (b, a):
+                    healer = None if c is None else c.get("healer")
+                    if healer is not None and _hidden_somewhere(healer, before, after):
                         return True
         elif head in GM_ONLY_KEYS:
             return True
         elif head == "combat":
-            if order_hides():
+            if order_hides is None:
+                order_hides = _order_hides(before, after)
+            if order_hides:
                 return True
-        elif head == "users" and any(
-            "shown" not in c for c in (*bchars.values(), *achars.values())
-        ):
-            return True  # the default `shown` of an old state follows the owner's role
     for e in events:
         kind = e.get("kind")
         if kind in GM_ONLY_EVENTS:
             return True
         for key in CHAR_KEYS:
             cid = e.get(key)
-            if cid is not None and not_full(cid):
+            if cid is None:
+                continue
+            b, a = bchars.get(cid), achars.get(cid)
+            if (
+                (b is None and a is None)
+                or (b is not None and shown_of(b, busers) != FULL)
+                or (a is not None and shown_of(a, ausers) != FULL)
+            ):
                 return True
-        if kind in ("turn", "combat") and order_hides():
-            return True
-        if kind == "combat" and any(hidden(cid) for cid in e.get("order") or ()):
-            return True
+        if kind == "turn" or kind == "combat":
+            if order_hides is None:
+                order_hides = _order_hides(before, after)
+            if order_hides:
+                return True
+            if kind == "combat" and any(
+                _hidden_somewhere(cid, before, after) for cid in e.get("order") or ()
+            ):
+                return True
+    return False
+
+
+def _hidden_somewhere(cid: Any, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Is `cid` hidden (from non-owners) in either state, or in neither?"""
+    found = False
+    for st in (before, after):
+        c = (st.get("characters") or {}).get(cid)
+        if c is not None:
+            found = True
+            if shown_of(c, st.get("users") or {}) == HIDDEN:
+                return True
+    return not found
+
+
+def _order_hides(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Is a hidden character in the combat order, before or after?"""
+    for st in (before, after):
+        combat = st.get("combat")
+        if combat is not None:
+            for cid in combat.get("order") or ():
+                if _hidden_somewhere(cid, before, after):
+                    return True
     return False
 
 

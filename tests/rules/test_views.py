@@ -39,6 +39,7 @@ from rules import (
     revert,
     view_class,
     view_events,
+    view_ops,
     view_patch,
     view_state,
 )
@@ -603,6 +604,7 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
             )
             got = view_patch(before, after, ops, events, v)
             assert got == ref, (k, op, args)
+            assert view_ops(before, after, ops, v) == ref[0], (k, op, args)
             if not plain:
                 assert got == (ops, events), (k, op, args)
             mirrors[k] = apply_ops(mirrors[k], copy.deepcopy(got[0]))
