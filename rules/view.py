@@ -408,13 +408,16 @@ def _order_hides(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 def private_owners(state: dict[str, Any]) -> frozenset[str]:
-    """The users who own a character that others see less of: each of them,
-    as a player, has a view of their own."""
+    """The players who own a character that is not `full`: each of them has
+    a view (and a view class) of their own; every other player and every
+    observer has the public view."""
     users = state.get("users") or {}
     return frozenset(
         c["owner"]
         for c in (state.get("characters") or {}).values()
-        if c.get("owner") is not None and shown_of(c, users) != FULL
+        if c.get("owner") is not None
+        and (users.get(c["owner"]) or {}).get("role") == "player"
+        and shown_of(c, users) != FULL
     )
 
 

@@ -43,7 +43,7 @@ from rules import (
     view_patch,
     view_state,
 )
-from rules.view import STATUS_FIELDS
+from rules.view import STATUS_FIELDS, private_owners
 from tests.helpers.table import SHEET, Table
 from tests.rules.test_properties import COMMANDS as RULE_COMMANDS
 
@@ -385,8 +385,10 @@ def test_views_classes():
     assert view_class(s, GM) == view_class(s, ADMIN)
     assert view_class(s, v["p2"]) == view_class(s, v["obs"])  # p2 owns nothing
     assert view_class(s, v["p1"]) != view_class(s, v["obs"])  # p1 owns hidden Bruno
+    assert private_owners(s) == {t.p1.user}  # the GM's Gobelin is not the GM's view class
     t.do("update_character", char=ids["bruno"], set={"shown": "full"})
     s2 = t.room.to_dict()
+    assert private_owners(s2) == set()
     assert view_class(s2, v["p1"]) == view_class(s2, v["obs"])
     assert patch_class(s, s2, v["p1"]) != patch_class(s, s2, v["obs"])
     assert patch_class(s2, s2, v["p1"]) == patch_class(s2, s2, v["obs"])
@@ -623,6 +625,10 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
                 assert all(e["kind"] != "rolls_queued" for e in got[1])
         # viewers of one view class see one state
         by_class: dict[Any, dict] = {}
+        private = private_owners(after)
         for v in vs.values():
             now = view_state(after, v)
-            assert by_class.setdefault(view_class(after, v), now) == now
+            cls = view_class(after, v)
+            assert by_class.setdefault(cls, now) == now
+            if not v.sees_all:
+                assert (cls != view_class(after, vs["obs"])) == (v.user in private), (v, cls)
