@@ -10,7 +10,8 @@ and everything else here follows from it, so that a viewer's mirror built
 from their patches always equals a fresh welcome for them:
 
 - `view_patch(before, after, ops, events, viewer)`: the viewer's patch is the
-  diff of their two views (`rules.patch.diff`) plus their events
+  diff of their two views (`view_ops`, equal to `rules.patch.diff` of the
+  whole views but computed from what the patch touches) plus their events
   (`view_events`);
 - `restricted(ops, events, before, after)`: False when the patch touches
   nothing any viewer sees differently from the GM, so that the server can
