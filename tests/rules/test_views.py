@@ -342,6 +342,43 @@ def test_views_a_patch_about_a_hidden_character_is_empty_for_others():
     assert view_patch(before, after, ops, events, viewers(t)["obs"]) == ([], [])
 
 
+def test_views_a_change_of_shown_reaches_who_depends_on_it():
+    """A character whose level changes changes what others show: the healer
+    field of the characters it tends, and the combat order it is in."""
+    t, ids = table()
+    t.stabilised(ids["aline"])
+    t.do("tend", char=ids["liche"], patient=ids["aline"])
+    t.do("combat_start", order=[ids["liche"], ids["gob"]])
+    obs = viewers(t)["obs"]
+    before, after, ops, events = step(
+        t, "update_character", char=ids["liche"], set={"shown": "status"}
+    )
+    assert ops == [["set", ["characters", ids["liche"], "shown"], "status"]]
+    got = view_patch(before, after, ops, events, obs)
+    assert got[0] == diff(view_state(before, obs), view_state(after, obs))
+    assert ["set", ["characters", ids["aline"], "healer"], ids["liche"]] in got[0]
+    assert ["set", ["combat", "order"], [ids["liche"], ids["gob"]]] in got[0]
+    assert ["set", ["combat", "turn"], 0] in got[0]
+
+
+def test_views_undo_of_a_tending_by_a_hidden_healer_is_restricted():
+    """Undo's patch has no event naming the characters it restores: the
+    `healer` field alone must make it restricted."""
+    t, ids = table()
+    t.stabilised(ids["aline"])
+    before = t.room.to_dict()
+    t.do("tend", char=ids["liche"], patient=ids["aline"])
+    tended = t.room.to_dict()
+    undone = revert(t.room, tended, diff(tended, before), 9).to_dict()
+    ops, events = diff(tended, undone), [{"kind": "undo", "undone": 9, "op": "tend", "by": "u1"}]
+    assert ops == [["set", ["characters", ids["aline"], "healer"], None]]
+    assert restricted(ops, events, tended, undone)
+    assert view_patch(tended, undone, ops, events, viewers(t)["obs"]) == ([], events)
+    redo = diff(undone, tended)
+    assert restricted(redo, [], undone, tended)
+    assert view_patch(undone, tended, redo, [], viewers(t)["obs"]) == ([], [])
+
+
 def test_views_queued_rolls_are_the_gms():
     t, _ = table()
     before, after, ops, events = step(t, "queue_rolls", rolls=[20])
@@ -364,10 +401,14 @@ def test_views_queued_rolls_are_the_gms():
         ("combat_start", {"order": ["aline", "gob"]}, False),
         ("combat_start", {"order": ["aline", "liche"]}, True),
         ("add_character", {**SHEET, "name": "Nouveau"}, True),  # next_seq is the GM's
+        ("end_turn", {"char": "aline"}, True),  # the Liche (hidden) is in the order
+        ("end_turn", {"char": "gob"}, False),  # Aline and the Gobelin only
     ],
 )
 def test_views_restricted(op, args, expected):
     t, ids = table()
+    if op == "end_turn":
+        t.do("combat_start", order=[ids[args["char"]], ids["liche" if expected else "aline"]])
     before, after, ops, events = step(t, op, **_named(args, ids))
     assert restricted(ops, events, before, after) is expected
     if not expected:
@@ -525,7 +566,7 @@ def check_shape(view: dict[str, Any], state: dict[str, Any], v: Viewer) -> None:
 def aim(op: str, args: dict[str, Any], room: Room, pick: Any) -> dict[str, Any]:
     """Point a random command at characters in the state it needs (a dying
     patient, the current combatant...), so that the rarer rules run too.
-    `pick(list)` draws one item (None from an empty list)."""
+    `pick(list)` draws one item ("c9", an unknown id, from an empty list)."""
     chars = room.characters.values()
     by = {k: [c.id for c in chars if c.condition == k] for k in ("conscious", "dying", "stable")}
     tended = [c.id for c in chars if c.healer is not None]
@@ -543,6 +584,11 @@ def aim(op: str, args: dict[str, Any], room: Room, pick: Any) -> dict[str, Any]:
         return {**args, "char": pick(by["stable"])}
     if op == "untend":
         return {**args, "patient": pick(tended)}
+    if op == "update_character" and "shown" in args["set"]:
+        # A character others depend on: a healer, or one in the combat order.
+        healers = [c.healer for c in chars if c.healer is not None]
+        order = room.combat.order if room.combat is not None else []
+        return {**args, "char": pick(healers + order)}
     return args
 
 
