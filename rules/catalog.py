@@ -137,6 +137,9 @@ OPS: dict[str, OpDoc] = {
             "pv": "current PV (default pv_max)",
             "pe": "current PE (default the effective pe_max)",
             "pp": "current PP (default pp_max)",
+            "shown": "what players and observers see of it: full, status (name, level, "
+            "condition; no numbers) or hidden; default full for a player's character, "
+            "status for the GM's or nobody's (docs/views.md)",
         },
         {
             "name": "Aline",
@@ -159,7 +162,8 @@ OPS: dict[str, OpDoc] = {
         "correct a character's sheet (any field, condition included)",
         "Sets the given fields. A change of condition runs that condition's entry and exit "
         "actions (clocks, rests, tending). A result that breaks an invariant is refused, "
-        "never repaired.",
+        "never repaired. `shown` changes what players and observers see of it: each of "
+        "them gets a patch adding or removing what they may now see.",
         {"char": "the character's id", "set": "the fields to change and their new values"},
         {"char": "c1", "set": {"pv": 12, "owner": "u3"}},
         ("condition", "rest", "tend", "character"),

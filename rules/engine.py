@@ -45,6 +45,7 @@ from rules.validate import (
     ROUND,
     ROUND_SECONDS,
     SECONDS,
+    SHOWN,
     SKILL,
     TURN,
     Arg,
@@ -138,6 +139,7 @@ OPS: dict[str, OpSpec] = {
             "pv": optional(PV),
             "pe": optional(PE),
             "pp": optional(PP),
+            "shown": optional(SHOWN),
         },
         G,
         roster.add_character,
@@ -335,7 +337,9 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
         spec.bounds(room, a)
     chars = _named(a, spec.chars)
     for cid in chars:
-        if cid not in room.characters:
+        # A character hidden from the sender (views) does not exist for them:
+        # the same refusal as a wrong id, so that guessing ids reveals nothing.
+        if cid not in room.characters or not actor.sees(room.characters[cid]):
             raise NotFound(f"no character {cid!r} in this room")
     for uid in _named(a, spec.users):
         if uid not in room.users:

@@ -15,6 +15,7 @@ import attrs
 
 from rules.errors import InvalidArgs
 from rules.model import ABILITIES
+from rules.model import SHOWN as SHOWN_LEVELS
 
 MAX_NAME = 100  # names show in a tracker row; longer is a mistake or abuse
 MAX_ID = 64  # ids travel in every patch path
@@ -226,6 +227,7 @@ ABILITY_DAMAGE_PARTIAL = _abilities(0, MAX_SCORE, partial=True)
 ROLE = _choice("gm", "player", "observer")
 REST = _choice("short", "night", "bed")
 CONDITION = _choice("conscious", "dying", "stable", "dead")
+SHOWN = _choice(*SHOWN_LEVELS)
 SECONDS = _int(1, MAX_ADVANCE)
 ROUND_SECONDS = _int(1, MAX_ROUND_SECONDS)
 ROUND = _int(1, 2**31)
@@ -259,6 +261,7 @@ CORRECTABLE: dict[str, Kind] = {
     "ability_damage": ABILITY_DAMAGE_PARTIAL,
     "medicine": SKILL,
     "condition": CONDITION,
+    "shown": SHOWN,
 }
 
 
