@@ -36,11 +36,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# The version of the whole distribution (pyproject.toml reads it from here):
+# `vtt-sync --version`, /healthz, CHANGELOG.md's latest entry.
+__version__ = "0.2.0"
+
 if TYPE_CHECKING:
     from sync_server.config import Config
     from sync_server.server import Server
 
-__all__ = ["Config", "Server"]
+__all__ = ["Config", "Server", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
