@@ -385,10 +385,13 @@ class ChildServer:
         return self.proc.wait(timeout=WAIT)
 
 
-def start_subprocess_server(data_dir: Path, *extra: str) -> ChildServer:
+def start_subprocess_server(
+    data_dir: Path, *extra: str, env: dict[str, str] | None = None
+) -> ChildServer:
     """`python -m sync_server serve --port 0` with the test admin token in
-    its environment; returns once it prints its listening line."""
-    env = dict(os.environ, VTT_SYNC_ADMIN_TOKEN=ADMIN_TOKEN, PYTHONUNBUFFERED="1")
+    its environment (and `env`'s variables); returns once it prints its
+    listening line."""
+    env = dict(os.environ, VTT_SYNC_ADMIN_TOKEN=ADMIN_TOKEN, PYTHONUNBUFFERED="1", **(env or {}))
     argv = ["serve", "--port", "0", "--data-dir", str(data_dir), "--log-level", "WARNING"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "sync_server", *argv, *extra],
@@ -400,7 +403,8 @@ def start_subprocess_server(data_dir: Path, *extra: str) -> ChildServer:
     )
     output: list[str] = []
     assert proc.stdout is not None
-    pattern = re.compile(r"vtt-sync listening on (ws://\S+)")
+    # the listening line, in text or in a JSON log line (the URL ends at a quote)
+    pattern = re.compile(r"vtt-sync listening on (wss?://[^\s\"]+)")
     for _ in range(200):  # bounded: the line comes within a few lines
         line = proc.stdout.readline()
         if not line:
