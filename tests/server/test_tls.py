@@ -95,7 +95,7 @@ async def test_https_and_wss_with_a_self_signed_certificate(tmp_path: Path, cert
         with pytest.raises(Exception):  # noqa: B017 - whatever the handshake breaks on
             await open_ws(srv.url.replace("wss://", "ws://"))
         # the CLI: --ca-file, or VTT_SYNC_CA_FILE
-        argv = ["state", "--url", srv.url, "--token", t.tokens["obs"], "--room", "r1"]
+        argv = ["state", "--url", srv.url, f"--token={t.tokens['obs']}", "--room", "r1"]
         code = await asyncio.to_thread(client_main, [*argv, "--ca-file", str(cert), "--compact"])
         assert code == 0
         assert await asyncio.to_thread(client_main, argv) == 3  # untrusted: no connection
