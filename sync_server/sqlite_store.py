@@ -631,7 +631,7 @@ def backup_database(source: Path, dest: Path) -> None:
             try:
                 src.backup(out)
                 out.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
-                ok = out.execute("PRAGMA quick_check").fetchone()[0]
+                ok = out.execute("PRAGMA integrity_check").fetchone()[0]
             finally:
                 out.close()
         finally:
