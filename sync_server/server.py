@@ -28,6 +28,7 @@ import rules
 from sync_server import __version__, protocol
 from sync_server.activity import Activity
 from sync_server.admin import Admin
+from sync_server.admin_http import AdminHttp
 from sync_server.auth import RecentTokens, hash_token, load_admin_token
 from sync_server.bus import LocalBus, RoomBus
 from sync_server.clock import Clock, SystemClock
@@ -100,7 +101,9 @@ class Server:
                 check_invariants=config.check_invariants,
             )
         )
-        self.admin = Admin(self.storage, self.rooms, self.metrics, self.tokens, self.clock)
+        self.admin = Admin(
+            self.storage, self.rooms, self.metrics, self.tokens, self.clock, limits=self.limits
+        )
         self.sessions: set[Session] = set()
         # Admin sessions holding one of the admin slots (reserved at the
         # check, before the welcome; see Session._open_admin).
@@ -185,6 +188,9 @@ class Server:
             self.metrics.content_type,
             allowed_origins=self.config.allowed_origins,
             trusted_proxies=self.config.trusted_proxies,
+            admin=AdminHttp(
+                self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
+            ).handle,
         )
         self._ws = await serve(
             self._handle,
