@@ -10,6 +10,9 @@
 - the worst command we can build within the bounds of rules/validate.py
   (RULES.md v1.1, Bounds): its time, events and patch size, since a
   command's rules evaluation holds the server's event loop.
+- views (rules/view.py) on a 6-character room (4 players' characters in
+  full, a GM's NPC in status, a hidden one): `restricted` on every patch,
+  and `view_patch` for the public view of the patches it flags.
 Medians of --repeat runs.
 """
 
@@ -20,7 +23,20 @@ import json
 import statistics
 import time
 
-from rules import Actor, Dice, Refused, Room, SeededDice, apply, diff, new_room
+from rules import (
+    Actor,
+    Dice,
+    Refused,
+    Room,
+    SeededDice,
+    Viewer,
+    apply,
+    diff,
+    new_room,
+    restricted,
+    view_patch,
+    view_state,
+)
 from rules.testing import SHEET, AlwaysDice, Table, infirmary, stable_room
 from rules.validate import MAX_ADVANCE, MAX_CHARACTERS, MAX_EVENTS, MAX_ORDER, MAX_PP
 
@@ -77,6 +93,69 @@ def bench_commands(n: int, with_diff: bool) -> float:
             old = new
         room = new_room
     return n / (time.perf_counter() - t0)
+
+
+def views_table() -> tuple[Room, Actor, list[str]]:
+    """Six characters: four players' (full), the GM's NPC (status by
+    default) and a hidden one; two players own two characters each."""
+    room, gm = new_room("bench", "Bench", "GM")
+    actor = Actor(gm, "gm")
+    dice = SeededDice(1)
+    players = []
+    for name in ("P1", "P2"):
+        out = apply(room, "add_user", {"name": name, "role": "player"}, actor, dice)
+        room = out.room
+        players.append(out.result["user"])
+    for i in range(6):
+        args: dict = {**SHEET, "name": f"C{i}"}
+        if i < 4:
+            args["owner"] = players[i % 2]
+        elif i == 5:
+            args["shown"] = "hidden"
+        room = apply(room, "add_character", args, actor, dice).room
+    return room, actor, players
+
+
+def bench_views(n: int) -> dict[str, float]:
+    """Per patch of the mixed script: the server's work without views
+    (to_dict + diff), `restricted`, and `view_patch` for the public view
+    when restricted (the GM's view is the plain patch)."""
+    room, actor, _ = views_table()
+    dice = SeededDice(2)
+    patches = []
+    old = room.to_dict()
+    for op, args in mixed_commands(n):
+        try:
+            out = apply(room, op, args, actor, dice)
+        except Refused:
+            continue
+        new = out.room.to_dict(since=(room, old))
+        patches.append((old, new, diff(old, new), out.events))
+        room, old = out.room, new
+    public = Viewer("u9", "observer")
+    t0 = time.perf_counter()
+    flags = [restricted(ops, events, b, a) for b, a, ops, events in patches]
+    t1 = time.perf_counter()
+    flagged = [p for p, f in zip(patches, flags, strict=True) if f]
+    for b, a, ops, events in flagged:
+        view_patch(b, a, ops, events, public)
+    t2 = time.perf_counter()
+    unflagged = [p for p, f in zip(patches, flags, strict=True) if not f]
+    t3 = time.perf_counter()
+    for b, a, ops, events in unflagged:
+        view_patch(b, a, ops, events, public)
+    t4 = time.perf_counter()
+    for b, a, _ops, _events in flagged:
+        diff(view_state(b, public), view_state(a, public))
+    t5 = time.perf_counter()
+    return {
+        "patches": len(patches),
+        "restricted share": len(flagged) / len(patches),
+        "restricted us": (t1 - t0) / len(patches) * 1e6,
+        "view_patch us": (t2 - t1) / max(1, len(flagged)) * 1e6,
+        "view_patch shared us": (t4 - t3) / max(1, len(unflagged)) * 1e6,
+        "whole views diff us": (t5 - t4) / max(1, len(flagged)) * 1e6,
+    }
 
 
 def bench_advance(seconds: int, n: int = 100) -> float:
@@ -207,9 +286,25 @@ def main() -> None:
     dying = dying_room(100, MAX_PP, 600)
     d8 = med(bench_dying_advance(8 * HOUR, dying) for _ in range(ns.repeat))
     dyear = med(bench_dying_advance(YEAR, dying) for _ in range(ns.repeat))
+    views = [bench_views(ns.commands) for _ in range(ns.repeat)]
     print(f"rules engine, typical table (6 characters, mixed commands), median of {ns.repeat}:")
     for label, rate in (("apply only", apply_only), ("apply + to_dict + diff", with_diff)):
         print(f"  {label:24} {rate:10,.0f} commands/s  ({1e6 / rate:6.1f} us/command)")
+    print("views, 6 characters (4 full, 1 status, 1 hidden), per patch:")
+    v = {k: med(r[k] for r in views) for k in views[0]}
+    print(f"  restricted():                  {v['restricted us']:6.2f} us  (every patch)")
+    print(
+        f"  view_patch(), public view:     {v['view_patch us']:6.2f} us"
+        f"  (per view class, on the {v['restricted share']:.0%} of patches restricted)"
+    )
+    print(
+        f"  view_patch(), not restricted:  {v['view_patch shared us']:6.2f} us"
+        "  (returns the plain patch)"
+    )
+    print(
+        f"  (for reference, diffing the two whole views: {v['whole views diff us']:.2f} us"
+        " without the events)"
+    )
     print("advance_clock with 100 stable characters:")
     print(f"  8 hours:  {h8 * 1e3:8.2f} ms")
     print(f"  1 year:   {year * 1e3:8.2f} ms")

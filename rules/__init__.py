@@ -28,6 +28,16 @@ from rules.invariants import violations
 from rules.model import Character, Room, from_dict, to_dict
 from rules.patch import apply_ops, diff, invert
 from rules.revert import revert
+from rules.view import (
+    Viewer,
+    patch_class,
+    restricted,
+    view_class,
+    view_events,
+    view_ops,
+    view_patch,
+    view_state,
+)
 
 __all__ = [
     "ADMIN_OPS",
@@ -53,6 +63,7 @@ __all__ = [
     "SeededDice",
     "ServerDice",
     "UnknownOp",
+    "Viewer",
     "apply",
     "apply_ops",
     "authorize_undo",
@@ -60,7 +71,14 @@ __all__ = [
     "from_dict",
     "invert",
     "new_room",
+    "patch_class",
+    "restricted",
     "revert",
     "to_dict",
+    "view_class",
+    "view_events",
+    "view_ops",
+    "view_patch",
+    "view_state",
     "violations",
 ]

@@ -146,6 +146,9 @@ OPS: dict[str, OpDoc] = {
             "pv": "current PV (default pv_max)",
             "pe": "current PE (default the effective pe_max)",
             "pp": "current PP (default pp_max)",
+            "shown": "what players and observers see of it: full, status (name, level, "
+            "condition; no numbers) or hidden; default full for a player's character, "
+            "status for the GM's or nobody's (docs/views.md)",
         },
         {
             "name": "Aline",
@@ -168,7 +171,8 @@ OPS: dict[str, OpDoc] = {
         "correct a character's sheet (any field, condition included)",
         "Sets the given fields. A change of condition runs that condition's entry and exit "
         "actions (clocks, rests, tending). A result that breaks an invariant is refused, "
-        "never repaired.",
+        "never repaired. `shown` changes what players and observers see of it: each of "
+        "them gets a patch adding or removing what they may now see.",
         {"char": "the character's id", "set": "the fields to change and their new values"},
         {"char": "c1", "set": {"pv": 12, "owner": "u3"}},
         ("condition", "rest", "tend", "character"),
@@ -221,10 +225,31 @@ OPS: dict[str, OpDoc] = {
         "move the world clock forward; the timed rules fire",
         "The clock; every timed rule inside the interval fires at its own instant, in order: "
         "dying PP losses (D5), hourly stability checks (L1-L5), rests completing (R1-R3).",
-        {"seconds": "world seconds to add"},
+        {
+            "seconds": "world seconds to add",
+            "from": "the clock the sender saw; if the room's clock is elsewhere the advance is "
+            "refused, so an advance sent twice advances once",
+        },
         {"seconds": 3600},
         ("clock", *TIMED_EVENTS),
+        (("conflict", "`from` is not the room's clock"),),
         rules="T2",
+    ),
+    "set_order": OpDoc(
+        "change the running combat's order: reorder, add, remove combatants",
+        "The combat order. Without `turn` the current combatant keeps its turn (if it left, "
+        "the next one after it has it); `turn` says whose turn it is now, its length ending "
+        "the round (the clock advances, T2). No end-of-turn rule runs. Newcomers' rests end "
+        "(R4); their dying PP loss moves to their turns (D5); leavers are out of combat from "
+        "now (D5, S4 count a full round from here).",
+        {
+            "order": "the combatants' ids, in turn order",
+            "turn": "whose turn it is now: an index in `order`, or its length to end the round",
+        },
+        {"order": ["c2", "c1", "c3"]},
+        ("rest", "combat", "turn", "clock", *TIMED_EVENTS),
+        (("rule", "no combat is running; a character appears twice, or is dead (D6)"),),
+        rules="T1, T2, D5, R4, S4",
     ),
     "damage": OpDoc(
         "deal damage: PE first, then PV",
@@ -527,8 +552,11 @@ EVENTS: dict[str, EventDoc] = {
             "char": "the character",
             "delta": "PP change (negative)",
             "cause": "dying (D5), damage (D3), stabilize (S3), stay_in_fight (S4), short_rest (R1)",
+            "rounds": "dying out of combat: the rounds of world time this loss covers (one "
+            "event per clock advance, however long)",
+            "at": "timed: the world second it happened (for a dying run, the last loss)",
         },
-        {"kind": "pp", "char": "c1", "delta": -1, "cause": "dying"},
+        {"kind": "pp", "char": "c1", "delta": -3, "cause": "dying", "rounds": 3, "at": 18},
     ),
     "clock": EventDoc(
         "the world clock moved (T2)",
@@ -536,8 +564,13 @@ EVENTS: dict[str, EventDoc] = {
         {"kind": "clock", "from": 0, "to": 3600},
     ),
     "combat": EventDoc(
-        "a combat starts or ends (T1)",
-        {"outcome": "start or end", "order": "start: the combatants, in turn order"},
+        "a combat starts, ends, or its order changes (T1, set_order)",
+        {
+            "outcome": "start, end, or order",
+            "order": "start, order: the combatants, in turn order",
+            "joined": "order: the characters who joined",
+            "left": "order: the characters who left",
+        },
         {"kind": "combat", "outcome": "start", "order": ["c2", "c1"]},
     ),
     "turn": EventDoc(

@@ -174,7 +174,8 @@ def end_turn(ctx: Ctx, cid: str, round_: int | None) -> None:
     if combat.current != cid or (round_ is not None and round_ != combat.round):
         current = room.characters[combat.current]
         raise Conflict(
-            f"it is {current.name}'s turn in round {combat.round}: that turn is already over"
+            f"it is {ctx.actor.name_of(current)}'s turn in round {combat.round}:"
+            " that turn is already over"
         )
     c = ctx.edit(cid)
     if c.condition == "dying":

@@ -16,6 +16,10 @@ from rules.effects import Effect
 from rules.errors import InvalidArgs, NotFound
 from rules.model import Character, Room
 from rules.validate import MAX_EVENTS
+from rules.view import HIDDEN, level_for
+
+# How a refusal names a character its sender may not see (views).
+UNSEEN_NAME = "a character you cannot see"
 
 
 @attrs.frozen
@@ -29,6 +33,15 @@ class Actor:
     @property
     def is_gm(self) -> bool:
         return self.role == "gm"
+
+    def sees(self, c: Character) -> bool:
+        """Is `c` in this user's view at all (not `hidden` from them)?"""
+        return level_for(self.role, self.user, c.owner, c.shown) != HIDDEN
+
+    def name_of(self, c: Character) -> str:
+        """`c`'s name for a message to this user: a refusal must not name a
+        character hidden from its sender."""
+        return c.name if self.sees(c) else UNSEEN_NAME
 
 
 @attrs.define

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from rules import abilities, clock, roster, stability, stabilizing
+from rules import abilities, clock, roster, stability, stabilizing, tracker
 from rules.context import Actor, Ctx
 from rules.damage import damage
 from rules.dice import Dice
@@ -27,6 +27,7 @@ from rules.validate import (
     ABILITY_SCORES,
     AMOUNT,
     BOOL,
+    CLOCK,
     CORRECTIONS,
     D20,
     ID,
@@ -44,7 +45,9 @@ from rules.validate import (
     ROUND,
     ROUND_SECONDS,
     SECONDS,
+    SHOWN,
     SKILL,
+    TURN,
     Arg,
     check_args,
     optional,
@@ -136,6 +139,7 @@ OPS: dict[str, OpSpec] = {
             "pv": optional(PV),
             "pe": optional(PE),
             "pp": optional(PP),
+            "shown": optional(SHOWN),
         },
         G,
         roster.add_character,
@@ -171,8 +175,18 @@ OPS: dict[str, OpSpec] = {
         chars=("char",),
         on_dead=True,
     ),
+    "set_order": OpSpec(
+        {"order": Arg(ORDER), "turn": optional(TURN)},
+        G,
+        lambda ctx, a: tracker.set_order(ctx, a["order"], a["turn"]),
+        chars=("order",),
+        check=tracker.check_set_order,
+        on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
+    ),
     "advance_clock": OpSpec(
-        {"seconds": Arg(SECONDS)}, G, lambda ctx, a: clock.advance(ctx, a["seconds"])
+        {"seconds": Arg(SECONDS), "from": optional(CLOCK)},
+        G,
+        lambda ctx, a: tracker.advance_from(ctx, a["seconds"], a["from"]),
     ),
     "damage": OpSpec(
         {
@@ -323,7 +337,9 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
         spec.bounds(room, a)
     chars = _named(a, spec.chars)
     for cid in chars:
-        if cid not in room.characters:
+        # A character hidden from the sender (views) does not exist for them:
+        # the same refusal as a wrong id, so that guessing ids reveals nothing.
+        if cid not in room.characters or not actor.sees(room.characters[cid]):
             raise NotFound(f"no character {cid!r} in this room")
     for uid in _named(a, spec.users):
         if uid not in room.users:

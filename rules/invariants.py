@@ -6,13 +6,15 @@ property and fuzz tests (no command may ever break one).
 
 from __future__ import annotations
 
-from rules.model import ABILITIES, CONDITIONS, Character, Room
+from rules.model import ABILITIES, CONDITIONS, SHOWN, Character, Room
 
 
 def character_violations(c: Character) -> list[str]:
     out: list[str] = []
     if c.condition not in CONDITIONS:
         out.append(f"unknown condition {c.condition!r}")
+    if c.shown not in SHOWN:
+        out.append(f"unknown shown {c.shown!r} (one of {', '.join(SHOWN)})")
     if c.level < 1:
         out.append("level must be at least 1")
     for name, cur, mx in (("pv", c.pv, c.pv_max), ("pe", c.pe, c.pe_max), ("pp", c.pp, c.pp_max)):

@@ -17,10 +17,21 @@ import attrs
 ABILITIES = ("str", "dex", "con", "int", "wis", "cha")
 CONDITIONS = ("conscious", "dying", "stable", "dead")
 ROLES = ("gm", "player", "observer")
+# What other viewers see of a character (views, rules/view.py): everything,
+# a status line (name, level, owner, condition) or nothing at all.
+SHOWN = ("full", "status", "hidden")
 REST_KINDS = ("short", "night", "bed")
 
 HOUR = 3600
 DEFAULT_ROUND_SECONDS = 6  # RULES.md: a round lasts 6 s of world time by default
+
+
+def default_shown(owner_role: str | None) -> str:
+    """The `shown` a character gets when the GM does not choose: a player's
+    character is on the table for all to see (`full`); the GM's NPCs, and a
+    character nobody (or an observer) owns, show only their status line, so
+    that a GM who forgets the setting leaks no NPC's numbers."""
+    return "full" if owner_role == "player" else "status"
 
 
 def ability_mod(score: int, damage: int) -> int:
@@ -72,6 +83,10 @@ class Character:
     # round outside combat (S4); None when the allowance is unused or runs
     # on turns.
     regained_at: int | None = None
+    # Views: what viewers who do not own it see (SHOWN). Keyword-only and
+    # required: its default depends on the owner's role (`default_shown`),
+    # which only the caller knows.
+    shown: str = attrs.field(kw_only=True)
 
     def mod(self, ability: str) -> int:
         return ability_mod(self.abilities[ability], self.ability_damage[ability])
@@ -101,6 +116,7 @@ class Character:
             "seq": self.seq,
             "name": self.name,
             "owner": self.owner,
+            "shown": self.shown,
             "level": self.level,
             "pv": self.pv,
             "pv_max": self.pv_max,
@@ -126,7 +142,9 @@ class Character:
         }
 
     @classmethod
-    def from_dict(cls, cid: str, d: dict[str, Any]) -> Character:
+    def from_dict(cls, cid: str, d: dict[str, Any], owner_role: str | None = None) -> Character:
+        """`owner_role` is the owner's role in the room: a state stored before
+        `shown` existed gets the default that role gives (`default_shown`)."""
         act = d.get("activity")
         return cls(
             id=cid,
@@ -153,6 +171,7 @@ class Character:
             dying_next=d.get("dying_next"),
             dying_fresh=d.get("dying_fresh", False),
             regained_at=d.get("regained_at"),
+            shown=d.get("shown") or default_shown(owner_role),
         )
 
 
@@ -265,6 +284,7 @@ class Room:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Room:
         combat = d.get("combat")
+        users = {uid: User(u["name"], u["role"]) for uid, u in d.get("users", {}).items()}
         return cls(
             room=d["room"],
             name=d["name"],
@@ -274,13 +294,19 @@ class Room:
             if combat is None
             else Combat(list(combat["order"]), combat["turn"], combat["round"]),
             queued_rolls=list(d.get("queued_rolls", [])),
-            users={uid: User(u["name"], u["role"]) for uid, u in d.get("users", {}).items()},
+            users=users,
             characters={
-                cid: Character.from_dict(cid, c) for cid, c in d.get("characters", {}).items()
+                cid: Character.from_dict(cid, c, _role(users, c.get("owner")))
+                for cid, c in d.get("characters", {}).items()
             },
             next_seq=d.get("next_seq", 1),
             next_user=d.get("next_user", 1),
         )
+
+
+def _role(users: dict[str, User], uid: str | None) -> str | None:
+    user = users.get(uid) if uid is not None else None
+    return None if user is None else user.role
 
 
 def to_dict(room: Room) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from rules.context import Ctx
 from rules.effects import EndSessions, IssueToken, RevokeToken
 from rules.errors import Conflict, InvalidArgs, NotFound, RuleBroken
 from rules.invariants import character_violations
-from rules.model import ABILITIES, Character, Room, User
+from rules.model import ABILITIES, Character, Room, User, default_shown
 from rules.validate import MAX_CHARACTERS, MAX_QUEUED_ROLLS, MAX_USERS
 
 
@@ -66,6 +66,7 @@ def add_character(ctx: Ctx, a: dict[str, Any]) -> None:
         abilities=dict(a["abilities"]),
         ability_damage=dict.fromkeys(ABILITIES, 0),
         medicine=a["medicine"],
+        shown=a["shown"] or default_shown(None if owner is None else room.users[owner].role),
     )
     c.pe = c.pe_max if a["pe"] is None else a["pe"]
     problems = character_violations(c)

@@ -80,7 +80,8 @@ def tend(ctx: Ctx, healer: Character, patient: Character) -> None:
     if patient.healer is not None:
         other = ctx.room.characters[patient.healer]
         raise RuleBroken(
-            f"{patient.name} is already tended by {other.name} (one healer per patient)"
+            f"{patient.name} is already tended by {ctx.actor.name_of(other)}"
+            " (one healer per patient)"
         )
     if healer.activity is not None:
         raise RuleBroken(f"{healer.name} is resting; stop the rest before tending (L4)")

@@ -96,7 +96,8 @@ def _sheet(cid: str, seq: int, scores: dict[str, int], **fields: Any) -> Charact
     base = {"pv": 10, "pe": 5, "medicine": 0} | fields
     return Character(
         id=cid, seq=seq, name=cid, owner=None, level=2, pv_max=10, pe_max_base=5,
-        pp=3, pp_max=3, abilities=scores, ability_damage=dict.fromkeys(ABILITIES, 0), **base,
+        pp=3, pp_max=3, abilities=scores, ability_damage=dict.fromkeys(ABILITIES, 0),
+        shown="status", **base,
     )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ import attrs
 
 from rules.errors import InvalidArgs
 from rules.model import ABILITIES
+from rules.model import SHOWN as SHOWN_LEVELS
 
 MAX_NAME = 100  # names show in a tracker row; longer is a mistake or abuse
 MAX_ID = 64  # ids travel in every patch path
@@ -58,6 +59,7 @@ MAX_ADVANCE = 100 * 365 * 24 * 3600  # a century per clock jump; the scheduler i
 MAX_ROUND_SECONDS = 3600  # a round longer than an hour is not a combat round
 MAX_QUEUED_ROLLS = 100  # a GM's pre-rolled dice for the next checks; bounds the state
 MAX_ORDER = 200  # combatants in one combat
+MAX_CLOCK = 2**63 - 1  # world seconds: the largest integer both encodings carry
 
 
 @attrs.frozen
@@ -225,10 +227,13 @@ ABILITY_DAMAGE_PARTIAL = _abilities(0, MAX_SCORE, partial=True)
 ROLE = _choice("gm", "player", "observer")
 REST = _choice("short", "night", "bed")
 CONDITION = _choice("conscious", "dying", "stable", "dead")
+SHOWN = _choice(*SHOWN_LEVELS)
 SECONDS = _int(1, MAX_ADVANCE)
 ROUND_SECONDS = _int(1, MAX_ROUND_SECONDS)
 ROUND = _int(1, 2**31)
 ORDER = _list(ID, 1, MAX_ORDER)
+CLOCK = _int(0, MAX_CLOCK)
+TURN = _int(0, MAX_ORDER)  # a place in the combat order, or one past its end
 ROLLS = _list(D20, 1, MAX_QUEUED_ROLLS)
 
 
@@ -256,6 +261,7 @@ CORRECTABLE: dict[str, Kind] = {
     "ability_damage": ABILITY_DAMAGE_PARTIAL,
     "medicine": SKILL,
     "condition": CONDITION,
+    "shown": SHOWN,
 }
 
 

@@ -189,7 +189,7 @@ def test_cmd_op_help_shows_its_arguments_and_an_example(
     assert code == 0, err
     assert out.startswith(
         "vtt-sync client cmd add_character name=… level=… pv_max=… pe_max=… pp_max=… "
-        "abilities=… medicine=… [owner=…] [id=…] [pv=…] [pe=…] [pp=…]\n"
+        "abilities=… medicine=… [owner=…] [id=…] [pv=…] [pe=…] [pp=…] [shown=…]\n"
     )
     for arg in catalog.op_args("add_character"):
         assert f"\n  {arg} " in out

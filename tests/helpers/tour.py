@@ -53,6 +53,8 @@ def tour() -> list[Step]:
     do("tend", char=b, patient=a)
     do("untend", patient=a)
     do("stay_in_fight", char=a)  # 1 PP: conscious
+    do("set_order", order=[b, a])  # the tracker reordered: b keeps its turn
+    do("set_order", order=[a, b], turn=1)  # and back; still b's turn, now last
     do("end_turn", char=b)  # new round: the clock moves
     do("damage", char=a, amount=5, pv_only=True)  # dying again
     do("end_turn", char=a)  # loses 1 PP (D5)

@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
     "remove_character": ({"char": "C"}, "G"),
     "combat_start": ({"order": ["C"]}, "G"),
     "combat_end": ({}, "G"),
+    "set_order": ({"order": ["C", "B"]}, "G"),
     "end_turn": ({"char": "B"}, "O"),
     "advance_clock": ({"seconds": 1}, "G"),
     "damage": ({"char": "C", "amount": 1}, "G"),

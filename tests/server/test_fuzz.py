@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 
 import rules
+from rules import validate
 from sync_server import Server
 from sync_server.protocol import ERROR_ORDER
 from tests.helpers.server import (
@@ -318,14 +319,19 @@ def plausible_values(users: list[str], chars: list[str]) -> dict[str, st.SearchS
     )
     small = st.integers(min_value=0, max_value=30)
     scores = st.fixed_dictionaries({a: st.integers(min_value=1, max_value=20) for a in ABILITIES})
+
+    def edge(values: st.SearchStrategy[int], bound: int) -> st.SearchStrategy[int]:
+        """Mostly ordinary values, sometimes a bound of the rules and just past it."""
+        return st.one_of(values, values, values, st.sampled_from([bound, bound + 1]))
+
     field_values = {
-        "pv": small,
+        "pv": edge(small, validate.MAX_PV),
         "pe": small,
         "pp": st.integers(min_value=0, max_value=8),
-        "pv_max": st.integers(min_value=1, max_value=40),
-        "pe_max": small,
-        "pp_max": st.integers(min_value=0, max_value=8),
-        "level": st.integers(min_value=1, max_value=20),
+        "pv_max": edge(st.integers(min_value=1, max_value=40), validate.MAX_PV),
+        "pe_max": edge(small, validate.MAX_PE),
+        "pp_max": edge(st.integers(min_value=0, max_value=8), validate.MAX_PP),
+        "level": edge(st.integers(min_value=1, max_value=20), validate.MAX_LEVEL),
         "medicine": st.integers(min_value=0, max_value=10),
         "name": name,
         "owner": st.one_of(st.none(), user),
@@ -344,7 +350,12 @@ def plausible_values(users: list[str], chars: list[str]) -> dict[str, st.SearchS
         "user": user,
         "owner": st.one_of(st.none(), user),
         "amount": st.one_of(st.integers(min_value=1, max_value=60), st.integers(-2, 0)),
-        "seconds": st.integers(min_value=-5, max_value=9 * 3600),
+        "seconds": st.one_of(
+            st.integers(min_value=-5, max_value=9 * 3600),
+            st.sampled_from([validate.MAX_ADVANCE, validate.MAX_ADVANCE + 1]),
+        ),
+        "from": st.integers(min_value=-1, max_value=9 * 3600),
+        "turn": st.integers(min_value=-1, max_value=4),
         "kind": st.sampled_from(["short", "night", "bed", "nap"]),
         "ability": st.sampled_from([*ABILITIES, "luck"]),
         "rolls": st.lists(st.integers(min_value=0, max_value=21), max_size=4),
@@ -389,7 +400,8 @@ ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "combat_start": (("order",), ()),
     "combat_end": ((), ()),
     "end_turn": (("char",), ("round",)),
-    "advance_clock": (("seconds",), ()),
+    "set_order": (("order",), ("turn",)),
+    "advance_clock": (("seconds",), ("from",)),
     "damage": (("char", "amount"), ("nonlethal", "pv_only")),
     "heal": (("char", "amount"), ("stabilize",)),
     "first_aid": (("char", "patient"), ("roll",)),

@@ -1,0 +1,182 @@
+// Foundry's combat tracker against the server's combat, as pure functions.
+//
+// Foundry's turn order (`combat.turns`) may hold combatants that are not in
+// the room (monsters nobody linked); the server's order holds the linked
+// ones, in Foundry's order. A Foundry position (round, index) whose
+// combatant is linked is one server turn; the others are not the server's
+// business. So moving Foundry's tracker from one position to another ends
+// (or, going back, un-ends) exactly the linked turns walked over.
+
+/** A walk longer than this is a jump (a GM typing a round number), not
+ * turns being played: the module refuses to replay it turn by turn. */
+export const MAX_WALK = 400;
+
+/** Ids the module gives its commands, derived from the Foundry event so
+ * that two GM tabs, or a hook fired twice, send the same id (the server
+ * applies an id once per user). The `@v` suffix is the room version the
+ * command is based on, so the same turn ended again after an undo is a new
+ * command and not a duplicate of the undone one. */
+export function turnId(combatId, round, index, char, v) {
+  return `turn:${combatId}:${round}.${index}:${char}@${v}`;
+}
+
+/** The parts of a turnId, or null for any other id. */
+export function parseTurnId(id) {
+  const m = /^turn:([^:]+):(\d+)\.(\d+):(.+)@(\d+)$/.exec(id || "");
+  if (!m) return null;
+  return { combatId: m[1], round: Number(m[2]), index: Number(m[3]), char: m[4], v: Number(m[5]) };
+}
+
+export function clockId(from, to, v) {
+  return `clock:${from}->${to}@${v}`;
+}
+
+/** A short stable hash (FNV-1a, 32 bits) for ids naming a whole order. */
+export function hash(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, "0");
+}
+
+export function orderId(combatId, order, v) {
+  return `order:${combatId}:${hash(order.join(","))}@${v}`;
+}
+
+/**
+ * The server order Foundry's tracker implies: the characters of the linked
+ * combatants, in Foundry's turn order, each once (several tokens of one
+ * linked actor are one character), without a dead character that is not in
+ * the server's order already (the dead cannot join a combat, D6).
+ * @param {Array<string|null>} chars the server character of each Foundry turn (null: not linked)
+ * @param {object} state the server's room state
+ */
+export function linkedOrder(chars, state) {
+  const inOrder = new Set(state?.combat?.order || []);
+  const out = [];
+  for (const char of chars) {
+    if (!char || out.includes(char)) continue;
+    const c = state?.characters?.[char];
+    if (!c) continue;
+    if (c.condition === "dead" && !inOrder.has(char)) continue;
+    out.push(char);
+  }
+  return out;
+}
+
+/** -1, 0 or 1: Foundry position a before, at, or after b. */
+export function comparePositions(a, b) {
+  if (a.round !== b.round) return a.round < b.round ? -1 : 1;
+  if (a.index !== b.index) return a.index < b.index ? -1 : 1;
+  return 0;
+}
+
+/**
+ * The positions walked over going forward from `from` (included) to `to`
+ * (excluded) in a tracker of `length` turns; null if the walk is longer
+ * than MAX_WALK.
+ */
+export function walk(length, from, to) {
+  if (length <= 0 || comparePositions(from, to) >= 0) return [];
+  const steps = (to.round - from.round) * length + (to.index - from.index);
+  if (steps > MAX_WALK) return null;
+  const out = [];
+  let { round, index } = from;
+  for (let i = 0; i < steps; i++) {
+    out.push({ round, index });
+    index += 1;
+    if (index >= length) {
+      index = 0;
+      round += 1;
+    }
+  }
+  return out;
+}
+
+/**
+ * Where the server's turn should be for Foundry's position `at`: the first
+ * linked combatant at or after it in this round, else the first linked one
+ * of the next round (the server's round ends with its last linked
+ * combatant). `offset` is Foundry's round minus the server's (0 unless the
+ * server's combat started after Foundry's, see module.mjs).
+ * @returns {{char: string, round: number} | null}
+ */
+export function expectedTurn(chars, order, at, offset = 0) {
+  const keep = new Set(order);
+  for (let i = Math.max(0, at.index); i < chars.length; i++) {
+    if (keep.has(chars[i])) return { char: chars[i], round: at.round - offset };
+  }
+  if (!order.length) return null;
+  return { char: order[0], round: at.round - offset + 1 };
+}
+
+/** The server turns (char, server round) that the Foundry positions hold, in order. */
+export function linkedTurns(chars, order, positions, offset = 0) {
+  const keep = new Set(order);
+  const out = [];
+  for (const p of positions) {
+    const char = chars[p.index];
+    if (keep.has(char)) out.push({ char, round: p.round - offset, index: p.index });
+  }
+  return out;
+}
+
+/**
+ * Is the server's turn `server` ({char, round}) behind Foundry's expected
+ * one, in Foundry's order? A server turn whose character Foundry no longer
+ * shows is not comparable (null).
+ */
+export function serverBehind(chars, server, expected) {
+  const si = chars.indexOf(server.char);
+  const ei = chars.indexOf(expected.char);
+  if (si < 0 || ei < 0) return null;
+  return comparePositions({ round: server.round, index: si }, { round: expected.round, index: ei }) < 0;
+}
+
+/**
+ * The latest `count` commands that an `undo` would revert, newest first,
+ * from the patches this client saw (`history`, oldest first): undo
+ * patches and the user commands it skips are not candidates, and a version
+ * an undo already reverted is not one either. Fewer than `count` when the
+ * history does not reach back far enough.
+ */
+export function undoCandidates(history, count) {
+  const undone = new Set();
+  const out = [];
+  for (let i = history.length - 1; i >= 0 && out.length < count; i--) {
+    const p = history[i];
+    const events = p.events || [];
+    const undo = events.find((e) => e.kind === "undo");
+    if (undo) {
+      undone.add(undo.undone);
+      continue;
+    }
+    if (events.some((e) => e.kind === "user")) continue; // undo skips user commands
+    if (undone.has(p.v)) continue;
+    out.push(p);
+  }
+  return out;
+}
+
+/**
+ * Going back in Foundry's tracker: the server turns that must be un-ended
+ * (`turns`, in forward order) are undone if and only if the latest commands
+ * not yet undone are exactly the module's end_turns of those turns, newest
+ * first. Returns {ok: true, undo: [patch, ...]} or {ok: false, reason}.
+ */
+export function planUndo(history, turns, combatId) {
+  if (!turns.length) return { ok: true, undo: [] };
+  const found = undoCandidates(history, turns.length);
+  const wanted = [...turns].reverse();
+  for (let i = 0; i < wanted.length; i++) {
+    const p = found[i];
+    if (!p) return { ok: false, reason: "history" };
+    const t = parseTurnId(p.id);
+    if (!t || t.combatId !== combatId || t.char !== wanted[i].char || t.round !== wanted[i].round) {
+      return { ok: false, reason: "not_last", v: p.v };
+    }
+  }
+  return { ok: true, undo: found.slice(0, wanted.length) };
+}

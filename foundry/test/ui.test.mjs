@@ -1,0 +1,54 @@
+// The panel's HTML (the DOM wiring itself needs a real Foundry).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { escapeHtml, panelHtml, trackerHtml } from "../scripts/ui.mjs";
+
+const t = (key, data) => (data ? `${key}(${Object.values(data).join(",")})` : key);
+
+test("the panel shows the server's values, the actions as buttons, and escapes names", () => {
+  const html = panelHtml(
+    {
+      status: "connected",
+      linked: true,
+      gm: false,
+      id: "c1",
+      char: { pv: 0, pv_max: 20, pe: 0, pe_max: 15, pp: 5, pp_max: 6, condition: "dying", activity: null },
+      actions: [
+        { op: "first_aid", args: { char: "c1", patient: "c2" }, key: "FirstAid", name: "<b>Bob</b>" },
+      ],
+      flagMaxima: null,
+    },
+    t,
+  );
+  assert.match(html, /PV 0\/20/);
+  assert.match(html, /PP 5\/6/);
+  assert.match(html, /class="vtt-sync-condition dying">Condition\.dying/);
+  assert.match(
+    html,
+    /data-vtt-op="first_aid" data-vtt-args="\{&quot;char&quot;:&quot;c1&quot;,&quot;patient&quot;:&quot;c2&quot;\}"/,
+  );
+  assert.match(html, /Action\.FirstAid\(&lt;b&gt;Bob&lt;\/b&gt;\)/);
+  assert.doesNotMatch(html, /<b>Bob/);
+  assert.doesNotMatch(html, /data-vtt-gm/);
+});
+
+test("the GM's panel: link buttons, and the flag maxima for systems without PE/PP fields", () => {
+  const html = panelHtml(
+    {
+      status: "off",
+      linked: false,
+      gm: true,
+      id: null,
+      char: null,
+      actions: [],
+      flagMaxima: { pe_max: 4, pp_max: 2, pe: true },
+    },
+    t,
+  );
+  assert.match(html, /data-vtt-gm="link">Link</);
+  assert.match(html, /data-vtt-flag="pe_max" value="4"/);
+  assert.match(html, /data-vtt-flag="pp_max" value="2"/);
+  assert.match(trackerHtml(t), /data-vtt-tracker="resync"/);
+  assert.equal(escapeHtml(`"'&`), "&quot;&#39;&amp;");
+});
