@@ -99,6 +99,16 @@ def _unpack(blob: bytes) -> Any:
     return msgpack.unpackb(blob, raw=False, strict_map_key=False)
 
 
+def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
+    """(v, packed state) of a room's latest snapshot; every room has one."""
+    snap = conn.execute(
+        "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
+    ).fetchone()
+    if snap is None:
+        raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
+    return snap[0], snap[1]
+
+
 class _Job:
     __slots__ = ("fn", "future", "loop", "write")
 
@@ -401,11 +411,7 @@ class SqliteStorage:
             head_row = conn.execute("SELECT head FROM rooms WHERE room = ?", (room,)).fetchone()
             if head_row is None:
                 return None
-            snap = conn.execute(
-                "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
-            ).fetchone()
-            if snap is None:
-                raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
+            snap = _latest_snapshot(conn, room)
             first = min(snap[0], head_row[0] - recent)
             rows = conn.execute(
                 "SELECT v, cmd_id, user, ops, events FROM versions "
@@ -527,11 +533,7 @@ class SqliteStorage:
             row = conn.execute("SELECT head, created FROM rooms WHERE room = ?", (room,)).fetchone()
             if row is None:
                 return None
-            snap = conn.execute(
-                "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
-            ).fetchone()
-            if snap is None:
-                raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
+            snap = _latest_snapshot(conn, room)
             versions, undone = [], set()
             for r in conn.execute(
                 "SELECT v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"

@@ -41,6 +41,8 @@ import re
 import time
 from typing import Any
 
+import attrs
+
 import rules
 from sync_server import __version__
 from sync_server.limits import ROOM_ID_PATTERN
@@ -217,16 +219,8 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
     _need(not problems, f"the room's state breaks the rules' invariants: {problems}")
     tokens = _read_users(doc.get("users", []), state, with_hashes)
     return (
-        RoomDump(
-            room,
-            head,
-            float(created),
-            snap_v,
-            copy.deepcopy(snap_state),
-            versions,
-            frozenset(undone),
-            tokens,
-        ),
+        # state_at_head replayed onto a copy: the snapshot is still the file's
+        attrs.evolve(dump, tokens=tokens),
         state,
         with_hashes,
     )

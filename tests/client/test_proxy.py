@@ -19,16 +19,15 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from client_stub import Client, tls_context
 from sync_server.cli import main
-from tests.client.test_browser import ARGS, CHROMIUM, _in_ci, _require_browser
+from tests.helpers.browser import in_ci
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN, WAIT, running_server
 
@@ -42,7 +41,7 @@ PREFIX = "/vtt/"
 def _require_nginx() -> None:
     if not os.access(NGINX, os.X_OK):
         reason = f"{NGINX} is missing (apt-get install nginx; scripts/install-test-deps)"
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"the proxy test cannot run in CI: {reason}")
         pytest.skip(reason)
 
@@ -121,19 +120,6 @@ http {{
         log = (tmp / "error.log").read_text() if (tmp / "error.log").exists() else ""
         if "Address already in use" not in out + log or attempt == 2:
             raise AssertionError(f"nginx did not start:\n{out}\n{log}")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def chromium() -> AsyncIterator[Any]:
-    _require_browser()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            await b.close()
 
 
 def http(url: str, method: str = "GET", **headers: str) -> tuple[int, dict[str, str], bytes]:
