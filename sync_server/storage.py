@@ -36,6 +36,10 @@ class StorageError(Exception):
     message for the operator, never a silent loss."""
 
 
+class RoomExists(StorageError):
+    """`import_room` without `replace` found a room with that id."""
+
+
 class VersionConflict(StorageError):
     """A commit built on a head version that is no longer the stored head:
     another writer got there first. Nothing of that commit was stored."""
@@ -162,6 +166,29 @@ class AdminRecord:
     ts: float
 
 
+@attrs.frozen
+class RoomDump:
+    """Everything stored of one room, read at one instant (`export_room`) or
+    to be stored at once (`import_room`): a backup of a room, or a room
+    moving between servers (sync_server/transfer.py turns it into the
+    export file and back).
+
+    `versions` is the whole log, 1..head in order (a version's `token_set`
+    and `token_del` are left empty: the room's token hashes are `tokens`);
+    `undone` the versions an undo reverted; `snapshot` the latest one, which
+    `replay` starts from; `tokens` user -> token hash (only the users who
+    have a token)."""
+
+    room: str
+    head: int
+    created: float
+    snapshot_v: int
+    snapshot: dict[str, Any]
+    versions: list[VersionRecord]
+    undone: frozenset[int]
+    tokens: dict[str, bytes]
+
+
 class Storage(Protocol):
     """Durable rooms, users' token hashes, the log of versions, snapshots."""
 
@@ -218,3 +245,19 @@ class Storage(Protocol):
         ...
 
     async def undo_target(self, room: str) -> UndoTarget | None: ...
+
+    async def export_room(self, room: str) -> RoomDump | None:
+        """Everything stored of `room` (see `RoomDump`), as of one committed
+        head: a commit never lands half inside an export. None if no such
+        room. The caller's own objects, as with `load_room`."""
+        ...
+
+    async def import_room(self, dump: RoomDump, admin: AdminRecord, replace: bool = False) -> None:
+        """Store a whole room at once, all or nothing: its head, the snapshot,
+        every version with its undone flag (so undo and deduplication work
+        as they did), its users' token hashes, and the admin record. If the
+        room exists: `RoomExists` unless `replace`, which removes the old
+        room (log, snapshots, token hashes) in the same transaction. A token
+        hash owned by a user of another room is refused (`StorageError`),
+        and nothing is stored."""
+        ...

@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 import rules
@@ -17,6 +18,7 @@ from sync_server.memory_store import MemoryStorage
 from sync_server.sqlite_store import SqliteStorage
 from sync_server.storage import (
     AdminRecord,
+    RoomExists,
     Storage,
     StorageError,
     VersionConflict,
@@ -211,3 +213,80 @@ async def test_what_a_backend_returns_is_the_callers_own(store: Storage) -> None
     first.log[0].ops.append(["set", ["x"], 1])
     again = await load(store)
     assert again.state["name"] == "Room" and "x" not in again.state
+
+
+# --- whole rooms: export and import (backups, moving a room) ------------------
+
+
+async def _undo_room(store: Storage) -> None:
+    """r1 with a log, a snapshot past v0, an undone version and two users' tokens."""
+    await make_room(store)
+    state = (await load(store)).state
+    await store.commit("r1", [record(1, token_set=(("u2", hash_token("p-token")),))], None, 0)
+    await store.commit("r1", [record(2), record(3, undoable=False)], (3, {**state, "clock": 3}), 1)
+    await store.commit("r1", [record(4, undoable=False, undoes=2)], None, 3)
+
+
+async def test_an_exported_room_imports_to_the_same_room(store: Storage) -> None:
+    await _undo_room(store)
+    before = await load(store)
+    dump = await store.export_room("r1")
+    assert dump is not None and (dump.head, dump.snapshot_v) == (4, 3)
+    assert [r.v for r in dump.versions] == [1, 2, 3, 4] and dump.undone == {2}
+    assert dump.tokens == {"u1": hash_token("gm-token"), "u2": hash_token("p-token")}
+    assert dump.versions[0].token_set == ()  # the hashes travel in `tokens` only
+    await store.delete_room("r1", AdminRecord("del", "delete_room", {}, {}, 0))
+    assert await store.find_token(hash_token("p-token")) is None
+    await store.import_room(dump, AdminRecord("imp", "import_room", {}, {"room": "r1"}, 0))
+    after = await load(store)
+    assert (after.v, after.state) == (before.v, before.state)
+    assert [(d.user, d.cmd_id, d.v) for d in after.dedup] == [
+        (d.user, d.cmd_id, d.v) for d in before.dedup
+    ]
+    assert [p.frame() for p in await store.patches("r1", 0, 4)] == [
+        p.frame() for p in before.recent
+    ]
+    target = await store.undo_target("r1")  # v2 was undone; v3 and v4 are not undoable
+    assert target is not None and target.v == 1
+    assert await store.find_token(hash_token("p-token")) == ("r1", "u2")
+    assert (await store.admin_result("imp")).op == "import_room"
+    again = await store.export_room("r1")
+    assert again == dump  # nothing lost on the way, the creation time included
+
+
+async def test_import_refuses_an_existing_room_unless_replace(store: Storage) -> None:
+    await _undo_room(store)
+    dump = await store.export_room("r1")
+    await store.commit("r1", [record(5)], None, 4)
+    with pytest.raises(RoomExists):
+        await store.import_room(dump, AdminRecord("imp1", "import_room", {}, {}, 0))
+    assert (await load(store)).v == 5  # untouched
+    assert await store.admin_result("imp1") is None
+    await store.commit("r1", [record(6, token_set=(("u3", hash_token("late")),))], None, 5)
+    await store.import_room(dump, AdminRecord("imp2", "import_room", {}, {}, 0), replace=True)
+    assert (await load(store)).v == 4  # back to the exported head
+    assert await store.find_token(hash_token("late")) is None  # the old room's tokens went
+    await store.commit("r1", [record(5, "again")], None, 4)  # and it goes on from there
+
+
+async def test_import_refuses_a_token_hash_of_another_room(store: Storage) -> None:
+    await _undo_room(store)
+    dump = await store.export_room("r1")
+    moved = attrs.evolve(dump, room="r9")
+    with pytest.raises(StorageError, match="already used"):
+        await store.import_room(moved, AdminRecord("imp", "import_room", {}, {}, 0))
+    assert await store.room_ids() == {"r1"} and await store.admin_result("imp") is None
+    assert await store.export_room("nope") is None
+    await store.import_room(
+        attrs.evolve(moved, tokens={}), AdminRecord("imp", "import_room", {}, {}, 0)
+    )
+    assert (await load(store, "r9")).state == (await load(store)).state
+
+
+async def test_an_export_is_the_callers_own(store: Storage) -> None:
+    await _undo_room(store)
+    dump = await store.export_room("r1")
+    dump.snapshot["name"] = "changed"
+    dump.versions[0].ops.append(["set", ["x"], 1])
+    again = await store.export_room("r1")
+    assert again.snapshot["name"] == "Room" and ["set", ["x"], 1] not in again.versions[0].ops
