@@ -1,7 +1,10 @@
 """The storage contract: what every backend must do, run on every backend.
 
 A new backend passes this suite before anything else uses it: add it to
-`BACKENDS` (a factory that opens a fresh, empty store)."""
+`BACKENDS` (a factory that opens a fresh, empty store). A cluster backend
+(one that implements `ownership.Leases`) serves a room only while it holds
+its claim: `make_room` claims each room it creates, through `leases_for`,
+as the server does for every backend."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ import pytest
 import rules
 from sync_server.auth import hash_token
 from sync_server.memory_store import MemoryStorage
+from sync_server.ownership import Claim, leases_for
+from sync_server.pg_store import PgStorage
 from sync_server.sqlite_store import SqliteStorage
 from sync_server.storage import (
     AdminRecord,
@@ -23,25 +28,33 @@ from sync_server.storage import (
     VersionRecord,
     replay,
 )
+from sync_server.testing.postgres import empty_tables
 
 
-async def _sqlite(tmp: Path) -> Storage:
+async def _sqlite(tmp: Path, request: pytest.FixtureRequest) -> Storage:
     return SqliteStorage(tmp, "NORMAL", snapshots_kept=2)
 
 
-async def _memory(tmp: Path) -> Storage:
+async def _memory(tmp: Path, request: pytest.FixtureRequest) -> Storage:
     return MemoryStorage(snapshots_kept=2)
 
 
-BACKENDS: dict[str, Callable[[Path], Awaitable[Storage]]] = {
+async def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Storage:
+    dsn = request.getfixturevalue("pg_dsn")  # fails loudly when PostgreSQL is absent
+    await empty_tables(dsn)
+    return PgStorage(dsn, node_id="contract", public_url="ws://contract", snapshots_kept=2)
+
+
+BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], Awaitable[Storage]]] = {
     "sqlite": _sqlite,
     "memory": _memory,
+    "postgres": _postgres,
 }
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 async def store(request, tmp_path) -> AsyncIterator[Storage]:
-    s = await BACKENDS[request.param](tmp_path)
+    s = await BACKENDS[request.param](tmp_path, request)
     await s.open()
     try:
         yield s
@@ -77,6 +90,7 @@ async def make_room(store: Storage, room: str = "r1", token: str = "gm-token") -
         hash_token(token),
         AdminRecord(f"mk-{room}-{token}", "create_room", {}, {}, 0),
     )
+    assert isinstance(await leases_for(store).claim(room), Claim)
     return state
 
 

@@ -1,0 +1,624 @@
+"""PostgreSQL storage for a cluster of nodes, with leases and fencing.
+
+`PgStorage` implements `Storage` (storage.py) and `Leases` (ownership.py)
+on one PostgreSQL database shared by every node (asyncpg, one connection
+pool per node, no ORM). docs/cluster.md describes the schema and the
+design; the short of it:
+
+- `rooms` holds each room's head version, its latest snapshot's version,
+  and its lease: owner node, owner's public URL, `epoch`, `lease_until`.
+  Lease times are the database's (`clock_timestamp()`), never a node's.
+- A claim is one UPDATE that takes the room only if it has no owner, its
+  lease expired, or this node owns it, and sets `epoch` from a sequence
+  (epochs only grow, and are never reused, even by a room deleted and
+  created again).
+- A commit is ONE statement: a guarded UPDATE of the room's row (head =
+  expected, owner = this node, epoch = the claim's, lease unexpired) and,
+  only if that row was updated, the inserts (versions, undone marks,
+  token hashes, snapshot). One round trip, atomic by construction; the row
+  lock orders it against claims and deletes. Zero rows: nothing stored, and
+  a second look says which refusal it was (`RoomDeleted`, `Fenced`,
+  `VersionConflict`).
+- Blobs are MessagePack `bytea` (codec.packb, as SQLite stores them):
+  states and ops are opaque to the database (nothing queries inside them),
+  and msgpack is smaller and faster to encode than JSON text for jsonb,
+  which would also re-parse every state on insert.
+- Schema versions in `schema_version`, migrated at open under an advisory
+  lock (nodes may start together); a database newer than the code is
+  refused with a clear `StorageError`.
+
+Every failure to reach the database (refused, reset, timed out) is a
+`StorageError`, within `op_timeout` seconds: a commit that raised it may or
+may not have landed (the connection may have dropped after COMMIT was
+sent) but never in part; the server answers `internal` and the client
+retries with the same id, which deduplication then answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+import msgpack
+
+from sync_server.clock import Clock, SystemClock
+from sync_server.codec import packb
+from sync_server.limits import SNAPSHOTS_KEPT
+from sync_server.ownership import LEASE_SECONDS, Claim, Owner
+from sync_server.storage import (
+    AdminRecord,
+    DedupEntry,
+    Fenced,
+    PatchRow,
+    RoomDeleted,
+    StorageError,
+    StoredRoom,
+    UndoTarget,
+    VersionConflict,
+    VersionRecord,
+)
+
+log = logging.getLogger(__name__)
+
+# Connections per node. Commits of different rooms run in parallel, one
+# connection each; more connections than the database's cores mostly queue
+# inside PostgreSQL (and each costs ~10 MB there), and max_connections
+# (100 by default) is shared by every node of the cluster.
+POOL_MIN = 2
+POOL_MAX = 10
+
+# Seconds any one storage call may take (waiting for a connection,
+# connecting, the statements): past it the call raises StorageError, so a
+# dead or hung database turns into `internal` answers, never into commands
+# that hang.
+OP_TIMEOUT = 5.0
+
+# Claim attempts when the owner found after a failed claim is gone (it
+# released the room between the two statements): the race is rare, so a
+# few tries end it.
+CLAIM_ATTEMPTS = 3
+
+# Key of the advisory lock that serializes schema migrations between
+# nodes starting together (any constant; "vtt-sync" in ASCII).
+MIGRATION_LOCK = 0x7674742D73796E63
+
+# Schema migrations: MIGRATIONS[i] brings a database at version i to i+1,
+# in one transaction. Version 0 is an empty database.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 0 -> 1: the first schema.
+    (
+        "CREATE SEQUENCE room_epochs",
+        """CREATE TABLE rooms (
+            room text PRIMARY KEY,
+            created double precision NOT NULL,
+            head bigint NOT NULL DEFAULT 0,
+            snapshot_v bigint NOT NULL DEFAULT 0,
+            owner text,
+            owner_url text,
+            epoch bigint NOT NULL DEFAULT 0,
+            lease_until timestamptz)""",
+        """CREATE TABLE users (
+            room text NOT NULL,
+            user_id text NOT NULL,
+            token_hash bytea NOT NULL UNIQUE,
+            PRIMARY KEY (room, user_id))""",
+        """CREATE TABLE versions (
+            room text NOT NULL,
+            v bigint NOT NULL,
+            cmd_id text,
+            user_id text NOT NULL,
+            op text NOT NULL,
+            args bytea NOT NULL,
+            ops bytea NOT NULL,
+            inverse bytea NOT NULL,
+            events bytea NOT NULL,
+            result bytea NOT NULL,
+            undoable boolean NOT NULL,
+            undone boolean NOT NULL DEFAULT false,
+            undoes bigint,
+            ts double precision NOT NULL,
+            PRIMARY KEY (room, v),
+            UNIQUE (room, user_id, cmd_id))""",
+        "CREATE INDEX versions_undo ON versions (room, v) WHERE undoable AND NOT undone",
+        """CREATE TABLE snapshots (
+            room text NOT NULL,
+            v bigint NOT NULL,
+            state bytea NOT NULL,
+            PRIMARY KEY (room, v))""",
+        """CREATE TABLE admin_log (
+            cmd_id text PRIMARY KEY,
+            op text NOT NULL,
+            args bytea NOT NULL,
+            result bytea NOT NULL,
+            ts double precision NOT NULL)""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# Tables holding data (for tests that empty a database between cases).
+DATA_TABLES = ("rooms", "users", "versions", "snapshots", "admin_log")
+
+# The commit, one statement (see the module docstring). `fence` is the
+# guarded update of the room's row; every other part reads `fence`, so
+# nothing is written unless the guard held. Parameters:
+#  $1 room, $2 expected, $3 new head, $4 node, $5 epoch,
+#  $6.. the records' columns as arrays, $18 versions undone,
+#  $19 users whose token hash goes, $20/$21 users and hashes set,
+#  $22 snapshot version (or NULL), $23 snapshot state, $24 snapshots kept.
+COMMIT_SQL = """
+WITH fence AS (
+    UPDATE rooms SET head = $3, snapshot_v = greatest(snapshot_v, coalesce($22::bigint, 0))
+    WHERE room = $1 AND head = $2 AND owner = $4 AND epoch = $5
+      AND lease_until > clock_timestamp()
+    RETURNING room
+), ins AS (
+    INSERT INTO versions (room, v, cmd_id, user_id, op, args, ops, inverse, events, result,
+                          undoable, undone, undoes, ts)
+    SELECT fence.room, r.v, r.cmd_id, r.user_id, r.op, r.args, r.ops, r.inverse, r.events,
+           r.result, r.undoable, r.v = ANY($18::bigint[]), r.undoes, r.ts
+    FROM fence, unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[],
+                       $11::bytea[], $12::bytea[], $13::bytea[], $14::bytea[],
+                       $15::boolean[], $16::bigint[], $17::float8[])
+        AS r(v, cmd_id, user_id, op, args, ops, inverse, events, result, undoable, undoes, ts)
+), undo AS (
+    UPDATE versions SET undone = true FROM fence
+    WHERE versions.room = fence.room AND versions.v = ANY($18::bigint[])
+), tdel AS (
+    DELETE FROM users USING fence
+    WHERE users.room = fence.room AND users.user_id = ANY($19::text[])
+), tset AS (
+    INSERT INTO users (room, user_id, token_hash)
+    SELECT fence.room, t.user_id, t.token_hash
+    FROM fence, unnest($20::text[], $21::bytea[]) AS t(user_id, token_hash)
+    ON CONFLICT (room, user_id) DO UPDATE SET token_hash = excluded.token_hash
+), snap AS (
+    INSERT INTO snapshots (room, v, state)
+    SELECT fence.room, $22::bigint, $23::bytea FROM fence WHERE $22::bigint IS NOT NULL
+    ON CONFLICT (room, v) DO UPDATE SET state = excluded.state
+), prune AS (
+    DELETE FROM snapshots s USING fence
+    WHERE $22::bigint IS NOT NULL AND s.room = fence.room AND s.v < $22::bigint
+      AND s.v NOT IN (SELECT k.v FROM snapshots k WHERE k.room = $1 AND k.v < $22::bigint
+                      ORDER BY k.v DESC LIMIT $24::int - 1)
+)
+SELECT count(*) FROM fence
+"""
+
+CLAIM_SQL = """
+UPDATE rooms SET owner = $2, owner_url = $3, epoch = nextval('room_epochs'),
+    lease_until = clock_timestamp() + make_interval(secs => $4::float8)
+WHERE room = $1 AND (owner IS NULL OR owner = $2 OR lease_until <= clock_timestamp())
+RETURNING epoch
+"""
+
+RENEW_SQL = """
+UPDATE rooms r SET lease_until = clock_timestamp() + make_interval(secs => $2::float8)
+FROM unnest($3::text[], $4::bigint[]) AS h(room, epoch)
+WHERE r.room = h.room AND r.epoch = h.epoch AND r.owner = $1
+  AND r.lease_until > clock_timestamp()
+RETURNING r.room
+"""
+
+RELEASE_SQL = """
+UPDATE rooms r SET owner = NULL, owner_url = NULL, lease_until = NULL
+FROM unnest($2::text[], $3::bigint[]) AS h(room, epoch)
+WHERE r.room = h.room AND r.epoch = h.epoch AND r.owner = $1
+"""
+
+OWNER_SQL = """
+SELECT owner, owner_url, epoch, head, lease_until > clock_timestamp() AS live
+FROM rooms WHERE room = $1
+"""
+
+
+def _unpack(blob: bytes) -> Any:
+    return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+
+
+def describe_dsn(dsn: str) -> str:
+    """The DSN without user or password, for messages and logs."""
+    try:
+        parts = urlsplit(dsn)
+        host = parts.hostname or "localhost"
+        port = f":{parts.port}" if parts.port else ""
+        return f"postgresql://{host}{port}{parts.path}"
+    except ValueError:
+        return "postgresql (unparsable DSN)"
+
+
+class PgStorage:
+    """`Storage` and `Leases` on PostgreSQL, for the node `node_id`
+    reachable by clients at `public_url`."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        node_id: str,
+        public_url: str,
+        lease_seconds: float = LEASE_SECONDS,
+        pool_min: int = POOL_MIN,
+        pool_max: int = POOL_MAX,
+        op_timeout: float = OP_TIMEOUT,
+        snapshots_kept: int = SNAPSHOTS_KEPT,
+        clock: Clock | None = None,
+    ) -> None:
+        if not node_id:
+            raise ValueError("node_id must not be empty")
+        if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
+            raise ValueError("lease_seconds must be a positive number")
+        if snapshots_kept < 1:
+            raise ValueError("snapshots_kept must be at least 1")
+        self.dsn = dsn
+        self.where = describe_dsn(dsn)
+        self.node_id = node_id
+        self.public_url = public_url
+        self.lease_seconds = float(lease_seconds)
+        self.pool_min = pool_min
+        self.pool_max = pool_max
+        self.op_timeout = op_timeout
+        self.snapshots_kept = snapshots_kept
+        self.clock = clock or SystemClock()
+        self._pool: asyncpg.Pool | None = None
+        self._held: dict[str, Claim] = {}
+
+    # --- lifecycle --------------------------------------------------------
+
+    async def open(self) -> None:
+        try:
+            async with asyncio.timeout(self.op_timeout * 2):
+                self._pool = await asyncpg.create_pool(
+                    self.dsn,
+                    min_size=self.pool_min,
+                    max_size=self.pool_max,
+                    timeout=self.op_timeout,  # connecting
+                    command_timeout=self.op_timeout,
+                    server_settings={"application_name": f"vtt-sync {self.node_id}"[:63]},
+                )
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StorageError(
+                f"cannot connect to PostgreSQL at {self.where}: {type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            await self._migrate()
+        except BaseException:
+            await self._terminate()
+            raise
+
+    async def _migrate(self) -> None:
+        """Create the schema, or bring an older one up to date, in one
+        transaction under an advisory lock; refuse a newer one."""
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+            await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer)")
+            found = await conn.fetchval("SELECT max(version) FROM schema_version")
+            found = 0 if found is None else found
+            if found > SCHEMA_VERSION:
+                raise StorageError(
+                    f"the database at {self.where} has schema version {found}, newer than "
+                    f"this vtt-sync's {SCHEMA_VERSION}: run a newer vtt-sync"
+                )
+            for version in range(found, SCHEMA_VERSION):
+                for statement in MIGRATIONS[version]:
+                    await conn.execute(statement)
+            if found != SCHEMA_VERSION:
+                await conn.execute("DELETE FROM schema_version")
+                await conn.execute("INSERT INTO schema_version VALUES ($1)", SCHEMA_VERSION)
+                log.info("database %s: schema %d -> %d", self.where, found, SCHEMA_VERSION)
+
+    async def close(self) -> None:
+        """Release the leases still held (best effort: the server stopped
+        its rooms first), then close the pool."""
+        if self._pool is None:
+            return
+        if self._held:
+            try:
+                await self.release(list(self._held))
+            except StorageError as exc:
+                log.warning("releasing leases at close failed (they will expire): %s", exc)
+        pool, self._pool = self._pool, None
+        try:
+            async with asyncio.timeout(self.op_timeout):
+                await pool.close()
+        except TimeoutError:
+            pool.terminate()
+
+    async def _terminate(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.terminate()
+
+    @contextlib.asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection for one storage call, bounded by op_timeout;
+        every failure to reach the database becomes a StorageError."""
+        if self._pool is None:
+            raise StorageError("storage is closed")
+        try:
+            async with asyncio.timeout(self.op_timeout), self._pool.acquire() as conn:
+                yield conn
+        except StorageError:
+            raise
+        except asyncpg.UniqueViolationError as exc:
+            raise StorageError(f"not stored, already there: {exc.detail or exc}") from exc
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StorageError(
+                f"PostgreSQL at {self.where} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    # --- leases -----------------------------------------------------------
+
+    async def claim(self, room: str) -> Claim | Owner | None:
+        for _ in range(CLAIM_ATTEMPTS):
+            sent = self.clock.monotonic()
+            async with self._conn() as conn:
+                epoch = await conn.fetchval(
+                    CLAIM_SQL, room, self.node_id, self.public_url, self.lease_seconds
+                )
+                if epoch is not None:
+                    claim = Claim(room, epoch, sent + self.lease_seconds)
+                    self._held[room] = claim
+                    return claim
+                row = await conn.fetchrow(OWNER_SQL, room)
+            self._forget(room)
+            if row is None:
+                return None
+            if row["owner"] is not None and row["live"]:
+                return Owner(room, row["owner"], row["owner_url"])
+            # Released or expired between the two statements: try again.
+        return Owner(room, None, None)
+
+    async def renew(self, rooms: Iterable[str]) -> set[str]:
+        claims = [c for c in (self._held.get(r) for r in rooms) if c is not None]
+        if not claims:
+            return set()
+        sent = self.clock.monotonic()
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                RENEW_SQL,
+                self.node_id,
+                self.lease_seconds,
+                [c.room for c in claims],
+                [c.epoch for c in claims],
+            )
+        kept = {row["room"] for row in rows}
+        for c in claims:
+            if self._held.get(c.room) is not c:
+                continue  # claimed again meanwhile: that claim is newer
+            if c.room in kept:
+                self._held[c.room] = Claim(c.room, c.epoch, sent + self.lease_seconds)
+            else:
+                del self._held[c.room]
+        return kept
+
+    async def release(self, rooms: Iterable[str]) -> None:
+        claims = [c for c in (self._held.pop(r, None) for r in rooms) if c is not None]
+        if not claims:
+            return
+        async with self._conn() as conn:
+            await conn.execute(
+                RELEASE_SQL, self.node_id, [c.room for c in claims], [c.epoch for c in claims]
+            )
+
+    async def owner(self, room: str) -> Owner | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(OWNER_SQL, room)
+        if row is None:
+            return None
+        if row["owner"] is None or not row["live"]:
+            return Owner(room, None, None)
+        return Owner(room, row["owner"], row["owner_url"])
+
+    def claim_of(self, room: str) -> Claim | None:
+        return self._held.get(room)
+
+    def held(self) -> dict[str, Claim]:
+        return dict(self._held)
+
+    def expired(self, now: float) -> set[str]:
+        gone = {room for room, c in self._held.items() if c.deadline <= now}
+        for room in gone:
+            del self._held[room]
+        return gone
+
+    def _forget(self, room: str, claim: Claim | None = None) -> None:
+        """Drop the local claim (only `claim`, if given: a newer one stays)."""
+        if claim is None or self._held.get(room) is claim:
+            self._held.pop(room, None)
+
+    # --- storage ----------------------------------------------------------
+
+    async def room_ids(self) -> set[str]:
+        async with self._conn() as conn:
+            return {r[0] for r in await conn.fetch("SELECT room FROM rooms")}
+
+    async def create_room(
+        self,
+        room: str,
+        state: dict[str, Any],
+        gm_user: str,
+        gm_token_hash: bytes,
+        admin: AdminRecord,
+    ) -> None:
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO rooms (room, created) VALUES ($1, $2)", room, self.clock.time()
+            )
+            await conn.execute(
+                "INSERT INTO snapshots (room, v, state) VALUES ($1, 0, $2)", room, packb(state)
+            )
+            await conn.execute(
+                "INSERT INTO users (room, user_id, token_hash) VALUES ($1, $2, $3)",
+                room,
+                gm_user,
+                gm_token_hash,
+            )
+            await self._admin(conn, admin)
+
+    async def delete_room(self, room: str, admin: AdminRecord) -> None:
+        """Delete from any node. The room's row goes first: that waits for a
+        commit in flight (it holds the row) and fences every later one of
+        the owner, which gets `RoomDeleted`; the rest is then deleted with
+        whatever that commit stored."""
+        self._forget(room)
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute("DELETE FROM rooms WHERE room = $1", room)
+            for table in ("versions", "snapshots", "users"):
+                await conn.execute(f"DELETE FROM {table} WHERE room = $1", room)
+            await self._admin(conn, admin)
+
+    @staticmethod
+    async def _admin(conn: asyncpg.Connection, admin: AdminRecord) -> None:
+        await conn.execute(
+            "INSERT INTO admin_log (cmd_id, op, args, result, ts) VALUES ($1, $2, $3, $4, $5)",
+            admin.cmd_id,
+            admin.op,
+            packb(admin.args),
+            packb(admin.result),
+            admin.ts,
+        )
+
+    async def admin_result(self, cmd_id: str) -> AdminRecord | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                "SELECT op, args, result, ts FROM admin_log WHERE cmd_id = $1", cmd_id
+            )
+        if row is None:
+            return None
+        return AdminRecord(cmd_id, row[0], _unpack(row[1]), _unpack(row[2]), row[3])
+
+    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+        # One snapshot of the database for the four reads: head, snapshot
+        # and log agree even while the owner commits.
+        async with (
+            self._conn() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            top = await conn.fetchrow("SELECT head, snapshot_v FROM rooms WHERE room = $1", room)
+            if top is None:
+                return None
+            head, snap_v = top
+            state = await conn.fetchval(
+                "SELECT state FROM snapshots WHERE room = $1 AND v = $2", room, snap_v
+            )
+            if state is None:
+                raise StorageError(
+                    f"room {room!r} has no snapshot at version {snap_v}: the database is damaged"
+                )
+            rows = await conn.fetch(
+                "SELECT v, cmd_id, user_id, ops, events FROM versions "
+                "WHERE room = $1 AND v > $2 ORDER BY v",
+                room,
+                min(snap_v, head - recent),
+            )
+            dedup_rows = await conn.fetch(
+                "SELECT user_id, cmd_id, v, result FROM versions "
+                "WHERE room = $1 AND v > $2 AND cmd_id IS NOT NULL ORDER BY v",
+                room,
+                head - dedup_window,
+            )
+        log_rows = [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+        dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3])) for r in dedup_rows]
+        return StoredRoom(room, snap_v, _unpack(state), log_rows, dedup)
+
+    async def commit(
+        self,
+        room: str,
+        records: list[VersionRecord],
+        snapshot: tuple[int, dict[str, Any]] | None,
+        expected: int,
+    ) -> None:
+        """Append the records if this node still holds the room at its
+        claim's epoch, its lease is unexpired (database time) and the head
+        is `expected`; else store nothing and raise `RoomDeleted`, `Fenced`
+        (the claim is forgotten) or `VersionConflict`."""
+        claim = self._held.get(room)
+        if claim is None:
+            raise Fenced(f"room {room!r} is not held by node {self.node_id!r}: claim it first")
+        tokens: dict[str, bytes | None] = {}  # net effect of the batch, in order
+        for r in records:
+            for user in r.token_del:
+                tokens[user] = None
+            for user, token_hash in r.token_set:
+                tokens[user] = token_hash
+        token_set = [(u, h) for u, h in tokens.items() if h is not None]
+        sv, state = snapshot if snapshot is not None else (None, None)
+        async with self._conn() as conn:
+            moved = await conn.fetchval(
+                COMMIT_SQL,
+                room,
+                expected,
+                expected + len(records),
+                self.node_id,
+                claim.epoch,
+                [r.v for r in records],
+                [r.cmd_id for r in records],
+                [r.user for r in records],
+                [r.op for r in records],
+                [packb(r.args) for r in records],
+                [packb(r.ops) for r in records],
+                [packb(r.inverse) for r in records],
+                [packb(r.events) for r in records],
+                [packb(r.result) for r in records],
+                [r.undoable for r in records],
+                [r.undoes for r in records],
+                [r.ts for r in records],
+                [r.undoes for r in records if r.undoes is not None],
+                [u for u, h in tokens.items() if h is None],
+                [u for u, _ in token_set],
+                [h for _, h in token_set],
+                sv,
+                None if state is None else packb(state),
+                self.snapshots_kept,
+            )
+            if moved == 1:
+                return
+            row = await conn.fetchrow(OWNER_SQL, room)
+        # Nothing was stored; say why (a second read: the label may lag a
+        # change made in between, the refusal itself is exact).
+        if row is None:
+            self._forget(room, claim)
+            raise RoomDeleted(f"room {room!r} was deleted")
+        if row["owner"] != self.node_id or row["epoch"] != claim.epoch or not row["live"]:
+            self._forget(room, claim)
+            who = row["owner"] if row["live"] else None
+            raise Fenced(
+                f"room {room!r}: node {self.node_id!r} lost its claim (epoch {claim.epoch}; "
+                f"now epoch {row['epoch']}, owner {who!r})"
+            )
+        raise VersionConflict(
+            f"room {room!r} is no longer at version {expected} (head {row['head']})"
+        )
+
+    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT v, cmd_id, user_id, ops, events FROM versions "
+                "WHERE room = $1 AND v > $2 AND v <= $3 ORDER BY v",
+                room,
+                after,
+                upto,
+            )
+        return [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+
+    async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                "SELECT room, user_id FROM users WHERE token_hash = $1", token_hash
+            )
+        return None if row is None else (row[0], row[1])
+
+    async def undo_target(self, room: str) -> UndoTarget | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                "SELECT v, op, user_id, inverse FROM versions WHERE room = $1 AND undoable"
+                " AND NOT undone ORDER BY v DESC LIMIT 1",
+                room,
+            )
+        return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
