@@ -188,6 +188,56 @@ async def test_token_changes_travel_with_their_version(store: Storage) -> None:
     assert await store.find_token(hash_token("new")) is None
 
 
+async def test_token_changes_within_one_batch_apply_in_order(store: Storage) -> None:
+    await make_room(store)
+    await store.commit(
+        "r1",
+        [
+            record(1, token_set=(("u2", hash_token("a")), ("u3", hash_token("b")))),
+            record(2, token_del=("u2",)),
+            record(3, token_set=(("u3", hash_token("c")),)),
+            record(4, token_del=("u4",), token_set=(("u4", hash_token("d")),)),  # del, then set
+        ],
+        None,
+        0,
+    )
+    found = [await store.find_token(hash_token(t)) for t in ("a", "b", "c", "d")]
+    assert found == [None, None, ("r1", "u3"), ("r1", "u4")]
+
+
+async def test_a_batch_with_every_kind_of_change_lands_whole_or_not_at_all(store: Storage) -> None:
+    await make_room(store)
+    state = (await load(store)).state
+    await store.commit("r1", [record(1), record(2)], None, 0)
+    batch = [
+        record(3, undoable=False, undoes=2, token_set=(("u2", hash_token("p")),)),
+        record(4, undoable=False, token_del=("u1",)),
+    ]
+    with pytest.raises(VersionConflict):  # stale head: none of it
+        await store.commit("r1", batch, (4, {**state, "clock": 4}), 1)
+    assert (await store.undo_target("r1")).v == 2
+    assert await store.find_token(hash_token("gm-token")) == ("r1", "u1")
+    assert await store.find_token(hash_token("p")) is None
+    await store.commit("r1", batch, (4, {**state, "clock": 4}), 2)
+    assert (await store.undo_target("r1")).v == 1
+    assert await store.find_token(hash_token("gm-token")) is None
+    assert await store.find_token(hash_token("p")) == ("r1", "u2")
+    stored = await store.load_room("r1", 0, 1000)
+    assert stored.snapshot_v == 4 and stored.snapshot["clock"] == 4
+
+
+async def test_creating_a_room_that_exists_is_refused_and_changes_nothing(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1)], None, 0)
+    with pytest.raises(StorageError):
+        await store.create_room(
+            "r1", {}, "u9", hash_token("other"), AdminRecord("mk-again", "create_room", {}, {}, 0)
+        )
+    assert (await load(store)).v == 1
+    assert await store.find_token(hash_token("other")) is None
+    assert await store.admin_result("mk-again") is None
+
+
 async def test_undo_targets_walk_back_past_undone_and_undoable_false(store: Storage) -> None:
     await make_room(store)
     await store.commit("r1", [record(1), record(2, undoable=False)], None, 0)
