@@ -1,7 +1,7 @@
 """Storage benchmark: 1-record commits, SQLite vs PostgreSQL (a script, not a test).
 
-    python -m bench.storage_bench [--rooms 20] [--seconds 4] [--pools 10,20]
-                                  [--database postgresql://...]
+    python -m bench.storage_bench [--rooms 20] [--seconds 4] [--runs 3]
+                                  [--pools 10,20] [--database postgresql://...]
 
 Each backend in turn, through the `Storage` API only: --rooms rooms, one
 task per room committing one version at a time in a closed loop (each
@@ -13,10 +13,10 @@ PostgreSQL is `PgStorage` at the server's default synchronous_commit=on
 concurrent commits), once per pool size in --pools. A version looks like a
 server's (a damage command: a few ops, an event, the inverse).
 
-Reports commits/s, each commit's latency (median, p99), and CPU seconds
-per commit: this process (event loop, packing, SQLite's thread) plus, for
-PostgreSQL, every PostgreSQL server process (from /proc), then ratios to
-SQLite. PostgreSQL is a fresh database on the local server
+Reports, as medians of --runs interleaved runs, commits/s, each commit's
+latency (median, p99), and CPU seconds per commit: this process (event
+loop, packing, SQLite's thread) plus, for PostgreSQL, every PostgreSQL
+server process (from /proc; "of which DB"), then ratios to SQLite. PostgreSQL is a fresh database on the local server
 (VTT_SYNC_TEST_PG_ADMIN, default postgres@127.0.0.1:5432), dropped at the
 end, or --database as given (its vtt-sync tables are emptied).
 Loopback only, bounded in time.
@@ -132,27 +132,36 @@ async def main() -> None:
     ap.add_argument("--rooms", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--pools", default="10,20", help="PostgreSQL pool sizes to run")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each; medians are shown")
     ap.add_argument("--database", help="a PostgreSQL database to use (emptied)")
     args = ap.parse_args()
 
-    results: list[tuple[str, dict]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        sqlite = SqliteStorage(Path(tmp), "FULL")
-        results.append(("SQLite FULL", await run(sqlite, args.rooms, args.seconds, lambda: 0.0)))
-
+    pools = [int(p) for p in args.pools.split(",")]
+    runs: dict[str, list[dict]] = {}
     dsn, name = (args.database, None) if args.database else await create_database()
     try:
-        for pool in (int(p) for p in args.pools.split(",")):
-            await empty_tables(dsn)
-            store = PgStorage(dsn, node_id="bench", public_url="ws://bench", pool_max=pool)
-            label = f"PostgreSQL pool {pool}"
-            results.append((label, await run(store, args.rooms, args.seconds, postgres_cpu)))
+        for _ in range(args.runs):  # interleaved, so that a noisy moment hits all alike
+            with tempfile.TemporaryDirectory() as tmp:
+                store: Storage = SqliteStorage(Path(tmp), "FULL")
+                result = await run(store, args.rooms, args.seconds, lambda: 0.0)
+                runs.setdefault("SQLite FULL", []).append(result)
+            for pool in pools:
+                await empty_tables(dsn)
+                store = PgStorage(dsn, node_id="bench", public_url="ws://bench", pool_max=pool)
+                result = await run(store, args.rooms, args.seconds, postgres_cpu)
+                runs.setdefault(f"PostgreSQL pool {pool}", []).append(result)
     finally:
         if name is not None:
             await drop_database(name)
+    results = [
+        (label, {k: statistics.median(r[k] for r in rs) for k in rs[0]})
+        for label, rs in runs.items()
+    ]
 
     keys = list(results[0][1])
-    print(f"{args.rooms} rooms, 1-record commits, {args.seconds:g} s each")
+    print(
+        f"{args.rooms} rooms, 1-record commits, {args.seconds:g} s each, median of {args.runs} runs"
+    )
     print(f"{'':24}" + "".join(f"{k:>16}" for k in keys))
     for label, r in results:
         print(f"{label:24}" + "".join(f"{r[k]:16.3f}" for k in keys))
