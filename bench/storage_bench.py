@@ -16,9 +16,10 @@ server's (a damage command: a few ops, an event, the inverse).
 Reports, as medians of --runs interleaved runs, commits/s, each commit's
 latency (median, p99), and CPU seconds per commit: this process (event
 loop, packing, SQLite's thread) plus, for PostgreSQL, every PostgreSQL
-server process (from /proc; "of which DB"), then ratios to SQLite. PostgreSQL is a fresh database on the local server
-(VTT_SYNC_TEST_PG_ADMIN, default postgres@127.0.0.1:5432), dropped at the
-end, or --database as given (its vtt-sync tables are emptied).
+server process (from /proc; "of which DB"), then ratios to SQLite.
+PostgreSQL is a fresh database on the local server (VTT_SYNC_TEST_PG_ADMIN,
+default postgres@127.0.0.1:5432), dropped at the end, or --database as
+given (its vtt-sync tables are emptied).
 Loopback only, bounded in time.
 """
 
