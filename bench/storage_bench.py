@@ -1,7 +1,7 @@
 """Storage benchmark: 1-record commits, SQLite vs PostgreSQL (a script, not a test).
 
     python -m bench.storage_bench [--rooms 20] [--seconds 4] [--runs 3]
-                                  [--pools 10,20] [--database postgresql://...]
+                                  [--flushers 1,2,4] [--database postgresql://...]
 
 Each backend in turn, through the `Storage` API only: --rooms rooms, one
 task per room committing one version at a time in a closed loop (each
@@ -9,8 +9,9 @@ commit waits for the previous one, as a room's worker does), for
 --seconds. SQLite is `SqliteStorage` with synchronous=FULL (the server's
 default; its group commit shares one fsync among the rooms waiting);
 PostgreSQL is `PgStorage` at the server's default synchronous_commit=on
-(each COMMIT waits for its WAL flush, which PostgreSQL itself shares among
-concurrent commits), once per pool size in --pools. A version looks like a
+(each COMMIT waits for its WAL flush), with its group commit (the commits
+waiting are written in one statement), once per number of groups in flight
+at once in --flushers (the default is 2). A version looks like a
 server's (a damage command: a few ops, an event, the inverse).
 
 Reports, as medians of --runs interleaved runs, commits/s, each commit's
@@ -132,12 +133,14 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rooms", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--pools", default="10,20", help="PostgreSQL pool sizes to run")
+    ap.add_argument(
+        "--flushers", default="1,2,4", help="PostgreSQL groups in flight at once, to compare"
+    )
     ap.add_argument("--runs", type=int, default=3, help="runs of each; medians are shown")
     ap.add_argument("--database", help="a PostgreSQL database to use (emptied)")
     args = ap.parse_args()
 
-    pools = [int(p) for p in args.pools.split(",")]
+    flushers = [int(f) for f in args.flushers.split(",")]
     runs: dict[str, list[dict]] = {}
     dsn, name = (args.database, None) if args.database else await create_database()
     try:
@@ -146,11 +149,12 @@ async def main() -> None:
                 store: Storage = SqliteStorage(Path(tmp), "FULL")
                 result = await run(store, args.rooms, args.seconds, lambda: 0.0)
                 runs.setdefault("SQLite FULL", []).append(result)
-            for pool in pools:
+            for n in flushers:
                 await empty_tables(dsn)
-                store = PgStorage(dsn, node_id="bench", public_url="ws://bench", pool_max=pool)
+                store = PgStorage(dsn, node_id="bench", public_url="ws://b", group_flushers=n)
                 result = await run(store, args.rooms, args.seconds, postgres_cpu)
-                runs.setdefault(f"PostgreSQL pool {pool}", []).append(result)
+                label = f"PostgreSQL {n} flusher{'s' if n > 1 else ''}"
+                runs.setdefault(label, []).append(result)
     finally:
         if name is not None:
             await drop_database(name)

@@ -12,13 +12,16 @@ design; the short of it:
   lease expired, or this node owns it, and sets `epoch` from a sequence
   (epochs only grow, and are never reused, even by a room deleted and
   created again).
-- A commit is ONE statement: a guarded UPDATE of the room's row (head =
-  expected, owner = this node, epoch = the claim's, lease unexpired) and,
-  only if that row was updated, the inserts (versions, undone marks,
-  token hashes, snapshot). One round trip, atomic by construction; the row
-  lock orders it against claims and deletes. Zero rows: nothing stored, and
-  a second look says which refusal it was (`RoomDeleted`, `Fenced`,
-  `VersionConflict`).
+- Commits waiting together are written as ONE statement (group commit): a
+  guarded UPDATE of the rooms' rows (head = expected, owner = this node,
+  epoch = the claim's, lease unexpired) and, only for the rooms whose row
+  was updated, the inserts (versions, undone marks, token hashes,
+  snapshots). One round trip and one WAL flush for the group, atomic by
+  construction; the row locks order it against claims and deletes. A room
+  whose guard failed stored nothing, and a second look says which refusal
+  it was (`RoomDeleted`, `Fenced`, `VersionConflict`); the other rooms of
+  the group are committed. A statement the database refuses (a command id
+  stored twice) is retried commit by commit, so only the faulty one fails.
 - Blobs are MessagePack `bytea` (codec.packb, as SQLite stores them):
   states and ops are opaque to the database (nothing queries inside them),
   and msgpack is smaller and faster to encode than JSON text for jsonb,
@@ -41,7 +44,8 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Iterable
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -145,85 +149,178 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # Tables holding data (for tests that empty a database between cases).
 DATA_TABLES = ("rooms", "users", "versions", "snapshots", "admin_log")
 
-# The commit is one statement (see the module docstring), composed of the
-# parts a batch needs: `fence`, the guarded update of the room's row, and
-# `ins`, the versions, always; marking undone versions, removing and
-# setting token hashes, and writing a snapshot only when the batch does
-# (each unused part would still cost the database planning and executor
-# start-up on every commit: ~40% of its CPU per commit, measured). Every
-# part reads `fence`, so nothing is written unless the guard held.
-# Parameters: $1 room, $2 expected head, $3 new head, $4 node, $5 epoch,
-# $6..$17 the records' columns as arrays, then each optional part's own.
+# Commits waiting are written together (group commit): one statement, one
+# transaction and one WAL flush for every room in the group, as SQLite's
+# storage thread does with one fsync. Measured: 4x less CPU per commit
+# (node and database) than one statement per commit, with 20 rooms busy.
+# Groups hold at most this many commits: bounds one statement's size and
+# so the latency of the first commit waiting in it.
+MAX_GROUP_COMMITS = 256
+
+# Groups in flight at once: while one waits for its WAL flush the next one
+# forms and goes, so the database's flushes overlap; more only makes the
+# groups smaller (more CPU per commit) with 2 vCPUs.
+GROUP_FLUSHERS = 2
+
+# The group commit is one statement (see the module docstring), composed of
+# the parts a group needs: `fence`, the guarded update of the rooms' rows,
+# and `ins`, the versions, always; marking undone versions, removing and
+# setting token hashes, and writing snapshots only when a commit of the
+# group does (each unused part would still cost planning and executor
+# start-up: ~40% of the database's CPU per commit, measured). Every part
+# keeps only the rows of rooms that passed the fence, so a room whose guard
+# failed stores nothing while the others of its group land. Rooms are
+# sorted, and so locked in one order by every statement locking several
+# rooms (this one, renewals): two of them never wait for each other in a
+# cycle. Parameters: $1 node, $2..$6 per room (room, expected head, new
+# head, epoch, snapshot version or NULL), $7..$19 the records' columns,
+# then each optional part's own.
 COMMIT_FENCE = """
 WITH fence AS (
-    UPDATE rooms SET head = $3{snapshot_v}
-    WHERE room = $1 AND head = $2 AND owner = $4 AND epoch = $5
-      AND lease_until > clock_timestamp()
-    RETURNING room
+    UPDATE rooms SET head = w.head, snapshot_v = greatest(rooms.snapshot_v, w.snap_v)
+    FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+        AS w(room, expected, head, epoch, snap_v)
+    WHERE rooms.room = w.room AND rooms.head = w.expected AND rooms.owner = $1
+      AND rooms.epoch = w.epoch AND rooms.lease_until > clock_timestamp()
+    RETURNING rooms.room
 ), ins AS (
     INSERT INTO versions (room, v, cmd_id, user_id, op, args, ops, inverse, events, result,
                           undoable, undone, undoes, ts)
-    SELECT fence.room, r.v, r.cmd_id, r.user_id, r.op, r.args, r.ops, r.inverse, r.events,
-           r.result, r.undoable, {undone}, r.undoes, r.ts
-    FROM fence, unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[],
-                       $11::bytea[], $12::bytea[], $13::bytea[], $14::bytea[],
-                       $15::boolean[], $16::bigint[], $17::float8[])
-        AS r(v, cmd_id, user_id, op, args, ops, inverse, events, result, undoable, undoes, ts)
+    SELECT r.room, r.v, r.cmd_id, r.user_id, r.op, r.args, r.ops, r.inverse, r.events,
+           r.result, r.undoable, r.undone, r.undoes, r.ts
+    FROM unnest($7::text[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::bytea[],
+                $13::bytea[], $14::bytea[], $15::bytea[], $16::bytea[], $17::boolean[],
+                $18::boolean[], $19::bigint[], $20::float8[])
+        AS r(room, v, cmd_id, user_id, op, args, ops, inverse, events, result, undoable,
+             undone, undoes, ts)
+    WHERE r.room IN (SELECT room FROM fence)
 )"""
 COMMIT_UNDO = """, undo AS (
-    UPDATE versions SET undone = true FROM fence
-    WHERE versions.room = fence.room AND versions.v = ANY({undone}::bigint[])
+    UPDATE versions SET undone = true
+    FROM unnest({rooms}::text[], {vs}::bigint[]) AS u(room, v)
+    WHERE u.room IN (SELECT room FROM fence) AND versions.room = u.room AND versions.v = u.v
 )"""
 COMMIT_TOKEN_DEL = """, tdel AS (
-    DELETE FROM users USING fence
-    WHERE users.room = fence.room AND users.user_id = ANY({users}::text[])
+    DELETE FROM users USING unnest({rooms}::text[], {users}::text[]) AS d(room, user_id)
+    WHERE d.room IN (SELECT room FROM fence)
+      AND users.room = d.room AND users.user_id = d.user_id
 )"""
 COMMIT_TOKEN_SET = """, tset AS (
     INSERT INTO users (room, user_id, token_hash)
-    SELECT fence.room, t.user_id, t.token_hash
-    FROM fence, unnest({users}::text[], {hashes}::bytea[]) AS t(user_id, token_hash)
+    SELECT t.room, t.user_id, t.token_hash
+    FROM unnest({rooms}::text[], {users}::text[], {hashes}::bytea[])
+        AS t(room, user_id, token_hash)
+    WHERE t.room IN (SELECT room FROM fence)
     ON CONFLICT (room, user_id) DO UPDATE SET token_hash = excluded.token_hash
 )"""
 COMMIT_SNAPSHOT = """, snap AS (
     INSERT INTO snapshots (room, v, state)
-    SELECT fence.room, {v}::bigint, {state}::bytea FROM fence
+    SELECT n.room, n.v, n.state
+    FROM unnest({rooms}::text[], {vs}::bigint[], {states}::bytea[]) AS n(room, v, state)
+    WHERE n.room IN (SELECT room FROM fence)
     ON CONFLICT (room, v) DO UPDATE SET state = excluded.state
 ), prune AS (
-    DELETE FROM snapshots s USING fence
-    WHERE s.room = fence.room AND s.v < {v}::bigint
-      AND s.v NOT IN (SELECT k.v FROM snapshots k WHERE k.room = $1 AND k.v < {v}::bigint
+    DELETE FROM snapshots s USING unnest({rooms}::text[], {vs}::bigint[]) AS n(room, v)
+    WHERE n.room IN (SELECT room FROM fence) AND s.room = n.room AND s.v < n.v
+      AND s.v NOT IN (SELECT k.v FROM snapshots k WHERE k.room = n.room AND k.v < n.v
                       ORDER BY k.v DESC LIMIT {kept}::int - 1)
 )"""
-COMMIT_END = "\nSELECT count(*) FROM fence"
+COMMIT_END = "\nSELECT coalesce(array_agg(room), '{}') FROM fence"
 
 
 @functools.cache
 def commit_sql(undo: bool, token_del: bool, token_set: bool, snapshot: bool) -> str:
-    """The commit statement for a batch with these optional parts; their
-    parameters follow $17 in this order: undone versions; users whose token
-    goes; users and hashes set; snapshot version, state, snapshots kept."""
-    numbers = iter(range(18, 30))
+    """The group commit statement with these optional parts; their
+    parameters follow $20 in this order: undone (rooms, versions); token
+    hashes removed (rooms, users); set (rooms, users, hashes); snapshots
+    (rooms, versions, states, then the number kept)."""
+    numbers = iter(range(21, 40))
 
     def param() -> str:
         return f"${next(numbers)}"
 
-    undone = param() if undo else None
-    dele = param() if token_del else None
-    users, hashes = (param(), param()) if token_set else (None, None)
-    snap_v, state, kept = (param(), param(), param()) if snapshot else (None, None, None)
-    sql = COMMIT_FENCE.format(
-        snapshot_v=f", snapshot_v = greatest(snapshot_v, {snap_v}::bigint)" if snapshot else "",
-        undone=f"r.v = ANY({undone}::bigint[])" if undo else "false",
-    )
+    sql = COMMIT_FENCE
     if undo:
-        sql += COMMIT_UNDO.format(undone=undone)
+        sql += COMMIT_UNDO.format(rooms=param(), vs=param())
     if token_del:
-        sql += COMMIT_TOKEN_DEL.format(users=dele)
+        sql += COMMIT_TOKEN_DEL.format(rooms=param(), users=param())
     if token_set:
-        sql += COMMIT_TOKEN_SET.format(users=users, hashes=hashes)
+        sql += COMMIT_TOKEN_SET.format(rooms=param(), users=param(), hashes=param())
     if snapshot:
-        sql += COMMIT_SNAPSHOT.format(v=snap_v, state=state, kept=kept)
+        sql += COMMIT_SNAPSHOT.format(rooms=param(), vs=param(), states=param(), kept=param())
     return sql + COMMIT_END
+
+
+class _Commit:
+    """A commit waiting for its group."""
+
+    __slots__ = ("claim", "expected", "future", "records", "room", "snapshot")
+
+    def __init__(
+        self,
+        room: str,
+        records: list[VersionRecord],
+        snapshot: tuple[int, dict[str, Any]] | None,
+        expected: int,
+        claim: Claim,
+        future: asyncio.Future[None],
+    ) -> None:
+        self.room, self.records, self.snapshot = room, records, snapshot
+        self.expected, self.claim, self.future = expected, claim, future
+
+
+def _group_args(node: str, group: list[_Commit], kept: int) -> tuple[str, list[Any]]:
+    """The statement and its parameters for a group (rooms sorted)."""
+    rows = [(c, r) for c in group for r in c.records]
+    args: list[Any] = [
+        node,
+        [c.room for c in group],
+        [c.expected for c in group],
+        [c.expected + len(c.records) for c in group],
+        [c.claim.epoch for c in group],
+        [c.snapshot[0] if c.snapshot is not None else None for c in group],
+    ]
+    undone_in_commit = [{r.undoes for r in c.records} for c in group]
+    index = {id(c): i for i, c in enumerate(group)}
+    args += [
+        [c.room for c, _ in rows],
+        [r.v for _, r in rows],
+        [r.cmd_id for _, r in rows],
+        [r.user for _, r in rows],
+        [r.op for _, r in rows],
+        [packb(r.args) for _, r in rows],
+        [packb(r.ops) for _, r in rows],
+        [packb(r.inverse) for _, r in rows],
+        [packb(r.events) for _, r in rows],
+        [packb(r.result) for _, r in rows],
+        [r.undoable for _, r in rows],
+        [r.v in undone_in_commit[index[id(c)]] for c, r in rows],  # undone in its own commit
+        [r.undoes for _, r in rows],
+        [r.ts for _, r in rows],
+    ]
+    undo = [(c.room, r.undoes) for c, r in rows if r.undoes is not None]
+    token_del: list[tuple[str, str]] = []
+    token_set: list[tuple[str, str, bytes]] = []
+    for c in group:
+        tokens: dict[str, bytes | None] = {}  # net effect of the commit, in order
+        for r in c.records:
+            for user in r.token_del:
+                tokens[user] = None
+            for user, token_hash in r.token_set:
+                tokens[user] = token_hash
+        token_del += [(c.room, u) for u, h in tokens.items() if h is None]
+        token_set += [(c.room, u, h) for u, h in tokens.items() if h is not None]
+    snaps = [(c.room, c.snapshot[0], packb(c.snapshot[1])) for c in group if c.snapshot]
+    if undo:
+        args += [[room for room, _ in undo], [v for _, v in undo]]
+    if token_del:
+        args += [[room for room, _ in token_del], [u for _, u in token_del]]
+    if token_set:
+        args += [[t[0] for t in token_set], [t[1] for t in token_set], [t[2] for t in token_set]]
+    if snaps:
+        args += [[t[0] for t in snaps], [t[1] for t in snaps], [t[2] for t in snaps], kept]
+    sql = commit_sql(bool(undo), bool(token_del), bool(token_set), bool(snaps))
+    return sql, args
 
 
 CLAIM_SQL = """
@@ -233,6 +330,7 @@ WHERE room = $1 AND (owner IS NULL OR owner = $2 OR lease_until <= clock_timesta
 RETURNING epoch
 """
 
+# Rooms sorted (see the group commit).
 RENEW_SQL = """
 UPDATE rooms r SET lease_until = clock_timestamp() + make_interval(secs => $2::float8)
 FROM unnest($3::text[], $4::bigint[]) AS h(room, epoch)
@@ -252,6 +350,11 @@ SELECT owner, owner_url, epoch, head, lease_until > clock_timestamp() AS live
 FROM rooms WHERE room = $1
 """
 
+OWNERS_SQL = """
+SELECT room, owner, epoch, head, lease_until > clock_timestamp() AS live
+FROM rooms WHERE room = ANY($1::text[])
+"""
+
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
     """The pool's reset of a connection handed back: nothing. asyncpg's
@@ -259,6 +362,15 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     UNLISTEN, RESET ALL): a second round trip per storage call, for session
     state this module never sets (its one advisory lock is transaction-
     scoped). An open transaction is still rolled back by asyncpg itself."""
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None = None) -> None:
+    if future.done():  # the caller gave up (cancelled)
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 def _unpack(blob: bytes) -> Any:
@@ -278,7 +390,8 @@ def describe_dsn(dsn: str) -> str:
 
 class PgStorage:
     """`Storage` and `Leases` on PostgreSQL, for the node `node_id`
-    reachable by clients at `public_url`."""
+    reachable by clients at `public_url`. `on_group(n)` is told the size
+    of each group committed (for metrics)."""
 
     def __init__(
         self,
@@ -291,6 +404,8 @@ class PgStorage:
         pool_max: int = POOL_MAX,
         op_timeout: float = OP_TIMEOUT,
         snapshots_kept: int = SNAPSHOTS_KEPT,
+        group_flushers: int = GROUP_FLUSHERS,
+        on_group: Callable[[int], None] | None = None,
         clock: Clock | None = None,
     ) -> None:
         if not node_id:
@@ -309,8 +424,14 @@ class PgStorage:
         self.op_timeout = op_timeout
         self.snapshots_kept = snapshots_kept
         self.clock = clock or SystemClock()
+        self.group_flushers = group_flushers
         self._pool: asyncpg.Pool | None = None
         self._held: dict[str, Claim] = {}
+        self._waiting: deque[_Commit] = deque()
+        self._flushers = 0
+        self._flush_tasks: set[asyncio.Task[None]] = set()
+        self._writing: set[str] = set()  # rooms of the groups in flight
+        self._on_group = on_group
 
     # --- lifecycle --------------------------------------------------------
 
@@ -362,6 +483,8 @@ class PgStorage:
         its rooms first), then close the pool."""
         if self._pool is None:
             return
+        if self._flush_tasks:  # commits being written finish first
+            await asyncio.wait(set(self._flush_tasks), timeout=self.op_timeout * 2)
         if self._held:
             try:
                 await self.release(list(self._held))
@@ -420,7 +543,10 @@ class PgStorage:
         return Owner(room, None, None)
 
     async def renew(self, rooms: Iterable[str]) -> set[str]:
-        claims = [c for c in (self._held.get(r) for r in rooms) if c is not None]
+        claims = sorted(
+            (c for c in (self._held.get(r) for r in set(rooms)) if c is not None),
+            key=lambda c: c.room,
+        )
         if not claims:
             return set()
         sent = self.clock.monotonic()
@@ -582,66 +708,104 @@ class PgStorage:
         """Append the records if this node still holds the room at its
         claim's epoch, its lease is unexpired (database time) and the head
         is `expected`; else store nothing and raise `RoomDeleted`, `Fenced`
-        (the claim is forgotten) or `VersionConflict`."""
+        (the claim is forgotten) or `VersionConflict`. Commits waiting
+        together are written in one statement (group commit); each returns
+        once its group is durable."""
+        if self._pool is None:
+            raise StorageError("storage is closed")
         claim = self._held.get(room)
         if claim is None:
             raise Fenced(f"room {room!r} is not held by node {self.node_id!r}: claim it first")
-        tokens: dict[str, bytes | None] = {}  # net effect of the batch, in order
-        for r in records:
-            for user in r.token_del:
-                tokens[user] = None
-            for user, token_hash in r.token_set:
-                tokens[user] = token_hash
-        undone = [r.undoes for r in records if r.undoes is not None]
-        token_del = [u for u, h in tokens.items() if h is None]
-        token_set = [(u, h) for u, h in tokens.items() if h is not None]
-        args: list[Any] = [
-            room,
-            expected,
-            expected + len(records),
-            self.node_id,
-            claim.epoch,
-            [r.v for r in records],
-            [r.cmd_id for r in records],
-            [r.user for r in records],
-            [r.op for r in records],
-            [packb(r.args) for r in records],
-            [packb(r.ops) for r in records],
-            [packb(r.inverse) for r in records],
-            [packb(r.events) for r in records],
-            [packb(r.result) for r in records],
-            [r.undoable for r in records],
-            [r.undoes for r in records],
-            [r.ts for r in records],
-        ]
-        if undone:
-            args.append(undone)
-        if token_del:
-            args.append(token_del)
-        if token_set:
-            args += [[u for u, _ in token_set], [h for _, h in token_set]]
-        if snapshot is not None:
-            args += [snapshot[0], packb(snapshot[1]), self.snapshots_kept]
-        sql = commit_sql(bool(undone), bool(token_del), bool(token_set), snapshot is not None)
-        async with self._conn() as conn:
-            moved = await conn.fetchval(sql, *args)
-            if moved == 1:
-                return
-            row = await conn.fetchrow(OWNER_SQL, room)
-        # Nothing was stored; say why (a second read: the label may lag a
-        # change made in between, the refusal itself is exact).
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(_Commit(room, records, snapshot, expected, claim, future))
+        if self._flushers < self.group_flushers:
+            self._flushers += 1
+            task = asyncio.get_running_loop().create_task(self._flush_waiting())
+            self._flush_tasks.add(task)
+            task.add_done_callback(self._flush_tasks.discard)
+        await future
+
+    async def _flush_waiting(self) -> None:
+        """Write groups while commits wait: each group takes the waiting
+        commits in arrival order, at most one per room and none of a room
+        whose commit is being written by another group (a room's next
+        commit builds on the previous one: it waits for the next group)."""
+        try:
+            while self._waiting:
+                group: dict[str, _Commit] = {}
+                later: deque[_Commit] = deque()
+                while self._waiting and len(group) < MAX_GROUP_COMMITS:
+                    c = self._waiting.popleft()
+                    if c.room in group or c.room in self._writing:
+                        later.append(c)
+                    else:
+                        group[c.room] = c
+                self._waiting.extendleft(reversed(later))
+                if not group:
+                    return  # all wait for groups in flight, whose flushers go on
+                self._writing |= group.keys()
+                try:
+                    await self._write_group(sorted(group.values(), key=lambda c: c.room))
+                finally:
+                    self._writing -= group.keys()
+        finally:
+            self._flushers -= 1
+
+    async def _write_group(self, group: list[_Commit]) -> None:
+        """One statement for the group; every commit's future is settled."""
+        try:
+            sql, args = _group_args(self.node_id, group, self.snapshots_kept)
+            async with self._conn() as conn:
+                try:
+                    stored = set(await conn.fetchval(sql, *args))
+                except asyncpg.PostgresError:
+                    if len(group) == 1:
+                        raise
+                    # The database refused the statement (a command id
+                    # stored twice, say), so nothing of it was written:
+                    # each commit alone, so that only the faulty one fails.
+                    stored = None
+                refused = [] if stored is None else [c for c in group if c.room not in stored]
+                rows = (
+                    {r["room"]: r for r in await conn.fetch(OWNERS_SQL, [c.room for c in refused])}
+                    if refused
+                    else {}
+                )
+        except BaseException as exc:
+            error = exc if isinstance(exc, StorageError) else StorageError(f"not stored: {exc}")
+            for c in group:
+                _settle(c.future, error)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        if stored is None:
+            for c in group:
+                await self._write_group([c])
+            return
+        if self._on_group is not None:
+            self._on_group(len(group))
+        for c in group:
+            if c.room in stored:
+                _settle(c.future)
+            else:
+                _settle(c.future, self._refusal(c, rows.get(c.room)))
+
+    def _refusal(self, c: _Commit, row: Any) -> VersionConflict:
+        """Why nothing of a commit was stored (read after the statement: the
+        label may lag a change made in between; the refusal itself is
+        exact)."""
         if row is None:
-            self._forget(room, claim)
-            raise RoomDeleted(f"room {room!r} was deleted")
-        if row["owner"] != self.node_id or row["epoch"] != claim.epoch or not row["live"]:
-            self._forget(room, claim)
+            self._forget(c.room, c.claim)
+            return RoomDeleted(f"room {c.room!r} was deleted")
+        if row["owner"] != self.node_id or row["epoch"] != c.claim.epoch or not row["live"]:
+            self._forget(c.room, c.claim)
             who = row["owner"] if row["live"] else None
-            raise Fenced(
-                f"room {room!r}: node {self.node_id!r} lost its claim (epoch {claim.epoch}; "
-                f"now epoch {row['epoch']}, owner {who!r})"
+            return Fenced(
+                f"room {c.room!r}: node {self.node_id!r} lost its claim (epoch "
+                f"{c.claim.epoch}; now epoch {row['epoch']}, owner {who!r})"
             )
-        raise VersionConflict(
-            f"room {room!r} is no longer at version {expected} (head {row['head']})"
+        return VersionConflict(
+            f"room {c.room!r} is no longer at version {c.expected} (head {row['head']})"
         )
 
     async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
