@@ -167,13 +167,13 @@ async def main() -> None:
     print(
         f"{args.rooms} rooms, 1-record commits, {args.seconds:g} s each, median of {args.runs} runs"
     )
-    print(f"{'':24}" + "".join(f"{k:>16}" for k in keys))
+    print(f"{'':30}" + "".join(f"{k:>16}" for k in keys))
     for label, r in results:
-        print(f"{label:24}" + "".join(f"{r[k]:16.3f}" for k in keys))
+        print(f"{label:30}" + "".join(f"{r[k]:16.3f}" for k in keys))
     base = results[0][1]
     for label, r in results[1:]:
         ratios = (f"{r[k] / base[k]:15.2f}x" if base[k] else f"{'-':>16}" for k in keys)
-        print(f"{label + ' / SQLite':24}" + "".join(ratios))
+        print(f"{label + ' / SQLite':30}" + "".join(ratios))
 
 
 if __name__ == "__main__":
