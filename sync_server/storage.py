@@ -1,7 +1,7 @@
 """What the server keeps, and the interface of whatever keeps it.
 
 A backend (SQLite in sqlite_store.py, the in-memory reference in
-memory_store.py, PostgreSQL for a cluster) implements `Storage` and nothing
+memory_store.py, PostgreSQL for a cluster in pg_store.py) implements `Storage` and nothing
 else: rooms, sessions and rules speak only `Storage` and these records.
 What a backend must do is pinned by the contract test suite
 (tests/server/test_storage_contract.py), which every backend passes.
@@ -19,7 +19,10 @@ Fencing contract: `commit` names the head version it builds on
 (`expected`); a backend commits nothing and raises `VersionConflict` when
 the room's stored head is elsewhere. One node serving a room never trips
 it; a second writer (a stale process, a node that lost the room in a
-cluster) is stopped there, before it can fork the log.
+cluster) is stopped there, before it can fork the log. In cluster mode
+(pg_store.py) the same check also names the node's claim of the room
+(owner, epoch, unexpired lease, see ownership.py) and raises `Fenced` when
+the node lost it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,20 @@ class RoomExists(StorageError):
 class VersionConflict(StorageError):
     """A commit built on a head version that is no longer the stored head:
     another writer got there first. Nothing of that commit was stored."""
+
+
+class Fenced(VersionConflict):
+    """Cluster mode: this node no longer owns the room (another node claimed
+    it, or its lease expired by the database's clock, or it released it), so
+    the commit was refused and nothing of it was stored. A `VersionConflict`
+    because the server's answer is the same: drop the room at once, answer
+    the pending commands `internal` (retry), close its sessions with 1012 so
+    they reconnect to the room's owner."""
+
+
+class RoomDeleted(Fenced):
+    """Cluster mode: the room was deleted (by an admin on any node) while
+    this node served it. Nothing was stored; its sessions close with 4404."""
 
 
 @attrs.frozen
