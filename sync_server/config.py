@@ -16,6 +16,7 @@ from sync_server.limits import (
     PLAYER_RATE_PER_SECOND,
     Limits,
 )
+from sync_server.ownership import LEASE_SECONDS
 from sync_server.ratelimit import RateSpec
 
 # The browser page and the JS module ship as package data of the clients
@@ -66,3 +67,11 @@ class Config:
     drain_seconds: float = 0.0
     # Commands are logged at INFO as one summary per room this often (0: never).
     log_summary_seconds: float = 60.0
+    # Cluster mode (docs/cluster.md): a PostgreSQL DSN holding every room, and
+    # this node's address for clients (a `redirect` names it), its id (stable
+    # across restarts: the node gets its rooms back at once) and its lease.
+    # No database: SQLite in `data_dir`, one server.
+    database: str | None = None
+    public_url: str | None = None
+    node_id: str | None = None
+    lease_seconds: float = LEASE_SECONDS

@@ -47,9 +47,10 @@ from sync_server.core.room import (
 )
 from sync_server.limits import ROOM_ID_PATTERN, Limits
 from sync_server.metrics import Metrics
+from sync_server.ownership import Claim, Leases, Owner, SingleNodeLeases
 from sync_server.ratelimit import reply_cost
 from sync_server.registry import Closable, Registry
-from sync_server.storage import AdminRecord, Storage, VersionConflict, replay
+from sync_server.storage import AdminRecord, RoomDeleted, Storage, VersionConflict, replay
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,8 @@ class RoomServices:
     clock: Clock = attrs.Factory(SystemClock)
     check_invariants: bool = False
     new_token: Callable[[], str] = new_token
+    # Who serves which room (cluster mode); alone on its storage, every room.
+    leases: Leases = attrs.Factory(SingleNodeLeases)
 
 
 class RoomHost:
@@ -161,6 +164,11 @@ class RoomHost:
         self._wake = asyncio.Event()
         self._busy = False
         self.closed = False
+        # Told when the room closes itself (lost to another node, deleted
+        # elsewhere): the directory drops it (`Rooms`).
+        self.on_drop: Callable[[RoomHost], None] | None = None
+        # Why this node stopped serving the room (None while it serves it).
+        self.lost_reason: str | None = None
         # How queued work is answered once the room is closed.
         self._closed_answer = ("not_found", "the room was deleted")
         self.last_active = services.clock.monotonic()
@@ -282,7 +290,7 @@ class RoomHost:
         answered exactly once, whatever fails on the way."""
         core, services = self.core, self.services
         decisions: list[Decision] = []
-        fenced = False
+        fenced: VersionConflict | None = None
         try:
             log_reader = None
             if batch[0].op == "undo":
@@ -298,7 +306,7 @@ class RoomHost:
         except BaseException as exc:
             decisions = core.rollback(decisions)
             decisions += [internal(item.cmd_id) for item in batch[len(decisions) :]]
-            fenced = isinstance(exc, VersionConflict)
+            fenced = exc if isinstance(exc, VersionConflict) else None
             if isinstance(exc, Exception):
                 log.error(
                     "room %s: batch of %d not stored, answered internal: %r",
@@ -310,8 +318,10 @@ class RoomHost:
                 self._emit(batch, decisions)
                 raise
         self._emit(batch, decisions)
-        if fenced:
-            self._lost("another writer stored versions of this room")
+        if isinstance(fenced, RoomDeleted):
+            self.lost("the room was deleted (by another node)", protocol.CLOSE_ROOM_DELETED)
+        elif fenced is not None:
+            self.lost(f"another node serves it now ({fenced})")
 
     def _emit(self, batch: list[Command], decisions: list[Decision]) -> None:
         """Publish each stored patch, then answer its sender; one failure
@@ -345,15 +355,22 @@ class RoomHost:
             if item.done is not None:
                 item.done()
 
-    def _lost(self, why: str) -> None:
-        """Storage says another writer owns this room: stop serving it at
-        once (its sessions reconnect and find the room's real state)."""
-        log.error("room %s: %s; dropping the room", self.room_id, why)
+    def lost(self, why: str, code: int = protocol.CLOSE_SERVICE_RESTART) -> None:
+        """This node no longer serves the room (another node took it over,
+        the lease ran out, the room was deleted elsewhere): stop at once.
+        Queued commands are answered `internal` (their retry goes to the
+        room's new home), and the sessions close with `code` (1012: they
+        reconnect, are redirected, resume with `since`)."""
+        if self.lost_reason is not None:
+            return
+        log.warning("room %s: %s; no longer served here", self.room_id, why)
+        self.lost_reason = why
         self.closed = True
         self._closed_answer = ("internal", "this server stopped serving the room; retry")
-        self.services.registry.close_room(
-            self.room_id, protocol.CLOSE_SERVICE_RESTART, "room moved; reconnect", now=False
-        )
+        reason = "room deleted" if code == protocol.CLOSE_ROOM_DELETED else "room moved; reconnect"
+        self.services.registry.close_room(self.room_id, code, reason, now=False)
+        if self.on_drop is not None:
+            self.on_drop(self)
 
     # --- joins, sync, deletion -------------------------------------------
 
@@ -408,14 +425,27 @@ class RoomHost:
 class Rooms:
     """Every room: the ids that exist (cheap, loaded at start) and the hosts
     of the rooms in use (loaded lazily on first use, unloaded when idle), so
-    a server with 10,000 rooms starts fast and holds only the busy ones."""
+    a server with 10,000 rooms starts fast and holds only the busy ones.
+
+    In cluster mode (`services.leases` is a database's), a room is loaded
+    only once claimed (ownership.py): a room another node serves is answered
+    with that node (`locate` gives its `Owner`), a room lost (its lease
+    taken, expired or released, or the room deleted elsewhere) is dropped
+    at once, and idle rooms give their lease up. Alone on its storage, every
+    claim succeeds and the same code serves one node."""
 
     def __init__(self, services: RoomServices) -> None:
         self.services = services
         self.known: set[str] = set()
         self.hosts: dict[str, RoomHost] = {}
-        self._loading: dict[str, asyncio.Future[RoomHost | None]] = {}
+        self._loading: dict[str, asyncio.Future[RoomHost | Owner | None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def cluster(self) -> bool:
+        """Do other nodes serve rooms of the same storage?"""
+        return not isinstance(self.services.leases, SingleNodeLeases)
 
     async def start(self) -> None:
         self.known = await self.services.storage.room_ids()
@@ -423,7 +453,18 @@ class Rooms:
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 
     def exists(self, room: str) -> bool:
+        """Known to exist here (in cluster mode, rooms created by other
+        nodes since the start are found by `has`)."""
         return room in self.known
+
+    async def has(self, room: str) -> bool:
+        """Does the room exist (asking the shared storage in cluster mode)?"""
+        if room in self.known:
+            return True
+        if self.cluster and await self.services.leases.owner(room) is not None:
+            self.created(room)
+            return True
+        return False
 
     def new_core(self, loaded: Any) -> RoomCore:
         s = self.services
@@ -438,36 +479,115 @@ class Rooms:
         )
 
     async def get(self, room: str) -> RoomHost | None:
-        """The room's host, loading it on first use; None if no such room."""
+        """The room's host, loading it on first use; None if no such room
+        (or, in cluster mode, if another node serves it)."""
+        found = await self.locate(room)
+        return found if isinstance(found, RoomHost) else None
+
+    async def locate(self, room: str) -> RoomHost | Owner | None:
+        """Where the room is served: its host here (claimed and loaded on
+        first use), the `Owner` node serving it (cluster mode), or None if
+        there is no such room."""
         host = self.hosts.get(room)
         if host is not None and not host.closed:
             return host
-        if room not in self.known:
+        if room not in self.known and not self.cluster:
             return None
         pending = self._loading.get(room)
         if pending is not None:
             return await asyncio.shield(pending)
-        fut: asyncio.Future[RoomHost | None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[RoomHost | Owner | None] = asyncio.get_running_loop().create_future()
         self._loading[room] = fut
         try:
-            limits = self.services.limits
-            stored = await self.services.storage.load_room(
-                room, limits.recent_patches_in_memory, limits.dedup_window_versions
-            )
-            host = None
-            if stored is not None and room in self.known:
-                loaded = replay(stored, limits.recent_patches_in_memory)
-                host = RoomHost(self.new_core(loaded), self.services)
-                self.hosts[room] = host
-                self.services.metrics.rooms_loaded.set(len(self.hosts))
-            fut.set_result(host)
-            return host
+            found = await self._claim_and_load(room)
+            fut.set_result(found)
+            return found
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved: waiters re-raise it themselves
             raise
         finally:
             del self._loading[room]
+
+    async def _claim_and_load(self, room: str) -> RoomHost | Owner | None:
+        claim = await self.services.leases.claim(room)
+        if claim is None:  # no such room (deleted elsewhere, or never was)
+            self.known.discard(room)
+            return None
+        if isinstance(claim, Owner):
+            return claim
+        assert isinstance(claim, Claim)
+        limits = self.services.limits
+        try:
+            stored = await self.services.storage.load_room(
+                room, limits.recent_patches_in_memory, limits.dedup_window_versions
+            )
+        except BaseException:
+            await self._release(room)
+            raise
+        if stored is None or (room not in self.known and not self.cluster):
+            await self._release(room)
+            return None
+        host = RoomHost(
+            self.new_core(replay(stored, limits.recent_patches_in_memory)), self.services
+        )
+        host.on_drop = self._dropped
+        self.hosts[room] = host
+        self.created(room)
+        self.services.metrics.rooms_loaded.set(len(self.hosts))
+        return host
+
+    async def _release(self, *rooms: str) -> None:
+        """Give rooms' leases up (cluster mode); a failure only delays the
+        takeover until the lease expires."""
+        try:
+            await self.services.leases.release(rooms)
+        except Exception as exc:
+            log.warning("releasing %s failed (the lease will expire): %s", rooms, exc)
+
+    def _dropped(self, host: RoomHost) -> None:
+        """A host closed itself (lost): forget it and stop its worker."""
+        if self.hosts.get(host.room_id) is host:
+            del self.hosts[host.room_id]
+            self.services.metrics.rooms_loaded.set(len(self.hosts))
+        self._spawn(host.stop())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def lost(self, rooms: set[str]) -> None:
+        """The lease keeper says these rooms are no longer this node's
+        (taken over, expired while the database was unreachable, or
+        deleted): drop their hosts at once (no new work gets in). Whether a
+        room was deleted is then asked of the database, to close its
+        sessions with 4404 rather than 1012."""
+        for room in rooms:
+            host = self.hosts.get(room)
+            if host is None or host.lost_reason is not None:
+                continue
+            host.closed = True  # no new work while we find out why
+            self._spawn(self._lose(host))
+
+    async def _lose(self, host: RoomHost) -> None:
+        code = protocol.CLOSE_SERVICE_RESTART
+        with contextlib.suppress(Exception):
+            if await self.services.leases.owner(host.room_id) is None:
+                code = protocol.CLOSE_ROOM_DELETED
+                self.known.discard(host.room_id)
+        host.lost("its lease is lost", code)
+
+    async def release_all(self) -> None:
+        """Draining (cluster mode): stop every room and give its lease up,
+        so that its clients, closed with 1012, are served by another node
+        at once. Queued commands finish first (`drain`)."""
+        hosts = list(self.hosts.items())
+        self.hosts.clear()
+        for _, host in hosts:
+            await host.stop()
+        if hosts:
+            await self._release(*(room for room, _ in hosts))
 
     def created(self, room: str) -> None:
         self.known.add(room)
@@ -499,7 +619,7 @@ class Rooms:
         finishes its queued work and stops; its sessions are closed with
         1012 and reconnect to the new room. `store` writes the new room
         (all or nothing); if it fails, the old room is loaded again."""
-        fut: asyncio.Future[RoomHost | None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[RoomHost | Owner | None] = asyncio.get_running_loop().create_future()
         while room in self._loading:  # a load in progress: let it finish first
             await asyncio.shield(self._loading[room])
         self._loading[room] = fut
@@ -516,18 +636,9 @@ class Rooms:
                 await store()
             except BaseException as exc:
                 failed = exc
-            limits = self.services.limits
-            host = None
-            stored = await self.services.storage.load_room(
-                room, limits.recent_patches_in_memory, limits.dedup_window_versions
-            )
-            if stored is not None:
-                host = RoomHost(
-                    self.new_core(replay(stored, limits.recent_patches_in_memory)), self.services
-                )
-                self.hosts[room] = host
-            self.services.metrics.rooms_loaded.set(len(self.hosts))
-            fut.set_result(host)
+            # The new room is claimed afresh (cluster mode: a replaced room
+            # fences whoever served it) and loaded.
+            fut.set_result(await self._claim_and_load(room))
             if failed is not None:
                 raise failed
         except BaseException as exc:
@@ -552,6 +663,9 @@ class Rooms:
         for host in list(self.hosts.values()):
             await host.stop()
         self.hosts.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def unload_idle(self) -> list[str]:
         """Drop idle rooms from memory (they reload lazily); returns their ids.
@@ -569,6 +683,8 @@ class Rooms:
             if (host.idle or host.closed) and self.hosts.get(room) is host:
                 del self.hosts[room]
                 await host.stop()
+                if host.lost_reason is None:
+                    await self._release(room)  # ownership must not pile up on one node
                 dropped.append(room)
         self.services.metrics.rooms_loaded.set(len(self.hosts))
         return dropped

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from sync_server.limits import PLAYER_BURST, PLAYER_RATE_PER_SECOND
+from sync_server.ownership import LEASE_SECONDS
 from sync_server.ratelimit import RateSpec
 
 ENV_PREFIX = "VTT_SYNC_"
@@ -213,6 +214,24 @@ def _show_dir(p: Path) -> str:
     return text if p.is_absolute() or text.startswith(".") else f"./{text}"
 
 
+def _dsn(s: str) -> str:
+    if not s.startswith(("postgresql://", "postgres://")):
+        raise ValueError("expected postgresql://USER@HOST:PORT/DATABASE")
+    return s
+
+
+def _show_dsn(dsn: str) -> str:
+    from sync_server.pg_store import describe_dsn  # asyncpg only when asked
+
+    return describe_dsn(dsn)
+
+
+def _ws_url(s: str) -> str:
+    if not s.startswith(("ws://", "wss://")):
+        raise ValueError(f"expected a ws:// or wss:// URL, got {s!r}")
+    return s
+
+
 ORIGINS = _many(_origin, "origins")
 ADDRESSES = _many(_address, "IP addresses")
 
@@ -330,6 +349,51 @@ SETTINGS: tuple[Setting, ...] = (
         _number(0, 86400),
         60.0,
         "commands are logged at INFO as one summary line per room this often; 0: never",
+        metavar="SECONDS",
+    ),
+    _server(
+        "database",
+        Kind(
+            "a postgresql:// DSN",
+            lambda s: _dsn(_nonempty(s)),
+            lambda v: _dsn(_nonempty(_text_toml(v))),
+            show=lambda v: "none (SQLite in the data directory)" if v is None else _show_dsn(v),
+        ),
+        None,
+        "cluster mode: PostgreSQL holding every room (postgresql://USER@HOST:PORT/DB); "
+        "several nodes share it, each room served by one at a time (docs/cluster.md)",
+        metavar="DSN",
+    ),
+    _server(
+        "public_url",
+        Kind(
+            "a ws:// or wss:// URL",
+            lambda s: _ws_url(_nonempty(s)),
+            lambda v: _ws_url(_nonempty(_text_toml(v))),
+            show=lambda v: "none (the address bound)" if v is None else v,
+        ),
+        None,
+        "cluster mode: this node's address for clients (redirects name it), "
+        "e.g. wss://node-2.example:8765/",
+        metavar="URL",
+    ),
+    _server(
+        "node_id",
+        Kind(
+            "a name",
+            _nonempty,
+            lambda v: _nonempty(_text_toml(v)),
+            show=lambda v: "none (HOST:PORT)" if v is None else v,
+        ),
+        None,
+        "cluster mode: this node's id, stable across restarts",
+        metavar="NAME",
+    ),
+    _server(
+        "lease_seconds",
+        _number(1, 3600),
+        LEASE_SECONDS,
+        "cluster mode: a room's lease; a dead node's rooms move after at most this long",
         metavar="SECONDS",
     ),
     Setting(
