@@ -140,26 +140,33 @@ def _as_status(state: dict[str, Any]) -> dict[str, Any]:
     return {**state, "characters": chars}
 
 
-def test_every_event_about_a_status_character_reads_with_its_name() -> None:
-    """The tour's events as an observer gets them when every character is
-    `status` (rules.view: only kind and char, plus from/to/cause for a
-    condition): each still reads as a sentence naming its character, with
-    no hole ("?") where a number was."""
-    names = Names()
-    text = EventText(names)
+def status_tour() -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The tour's steps as an observer gets their events when every character
+    is `status` (rules.view: kind and char only, plus from/to/cause for a
+    condition): (the state after the step, its events about a character)."""
     viewer = Viewer(user=None, role="observer")
     steps = tour()
-    kinds = set()
+    out = []
     for prev, step in zip([steps[0], *steps], steps, strict=False):
-        names.update(step.state)
         before, after = _as_status(prev.state), _as_status(step.state)
-        for ev in view_events(step.events, before, after, viewer):
-            if ev.get("char") is None:
-                continue
+        seen = view_events(step.events, before, after, viewer)
+        out.append((step.state, [ev for ev in seen if ev.get("char") is not None]))
+    return out
+
+
+def test_every_event_about_a_status_character_reads_with_its_name() -> None:
+    """Each stripped event still reads as a sentence naming its character,
+    with no hole ("?") where a number was."""
+    names = Names()
+    text = EventText(names)
+    kinds = set()
+    for state, events in status_tour():
+        names.update(state)
+        for ev in events:
             assert set(ev) <= {"kind", "char", "from", "to", "cause"}, ev  # stripped indeed
             said = text.sentence(ev)
             kinds.add(ev["kind"])
-            assert not RAW.search(said), (step.op, ev, said)
+            assert not RAW.search(said), (ev, said)
             assert names.char(ev["char"]) in said, said
     assert {"roll", "damage", "heal", "pp", "tend", "turn", "condition", "character"} <= kinds
 
