@@ -11,6 +11,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-for module in ("bench.rules_bench", "bench.server_bench", "bench.memory_bench"):
+for module in (
+    "bench.rules_bench",
+    "bench.server_bench",
+    "bench.isolation_bench",
+    "bench.memory_bench",
+):
     print(f"\n=== python -m {module}", flush=True)
     subprocess.run([sys.executable, "-m", module], check=True)

@@ -124,8 +124,15 @@ async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnectio
     return ws, welcome
 
 
-async def setup_vtt(url: str, rooms: int, clients: int) -> list[list[tuple[str, str]]]:
-    """Create the rooms, their characters, a combat, and the users' tokens."""
+NPC = "npc"  # one NPC per room, damaged in one command of four
+
+
+async def setup_vtt(
+    url: str, rooms: int, clients: int, secrets: bool = False
+) -> list[list[tuple[str, str]]]:
+    """Create the rooms, their characters, a combat, and the users' tokens.
+    Every character is shown in full; with `secrets`, the NPC is `status`
+    (per-role views: its patches are encoded per view class)."""
     ws, _ = await hello(url, ADMIN_TOKEN, None)
     admin = Peer(ws, {}, mirror=False)
     reader = asyncio.create_task(admin.read())
@@ -140,8 +147,14 @@ async def setup_vtt(url: str, rooms: int, clients: int) -> list[list[tuple[str, 
         t = asyncio.create_task(gm.read())
         chars = []
         for i in range(4):
-            a = await gm.command(f"s{next(ids)}", "add_character", {**SHEET, "name": f"PC{i}"})
+            a = await gm.command(
+                f"s{next(ids)}", "add_character", {**SHEET, "name": f"PC{i}", "shown": "full"}
+            )
             chars.append(a["result"]["char"])
+        shown = "status" if secrets else "full"
+        await gm.command(
+            f"s{next(ids)}", "add_character", {**SHEET, "name": "NPC", "id": NPC, "shown": shown}
+        )
         await gm.command(f"s{next(ids)}", "combat_start", {"order": chars})
         tokens = [(gm_token, room)]
         for i in range(clients - 1):
@@ -190,9 +203,9 @@ async def drive(
             if relay:
                 op, args = "damage", {"char": "c1", "amount": 1}
             elif k == 0:
-                op, args = "damage", {"char": "c1", "amount": 2}
+                op, args = "damage", {"char": NPC, "amount": 2}
             elif k == 1:
-                op, args = "heal", {"char": "c1", "amount": 2}
+                op, args = "heal", {"char": NPC, "amount": 2}
             elif k == 2:
                 combat = gm.state["combat"]
                 op, args = "end_turn", {"char": combat["order"][combat["turn"]]}
@@ -256,7 +269,9 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
             if kind == "relay":
                 tokens = [[("t", f"bench{r}")] * ns.clients for r in range(ns.rooms)]
             else:
-                tokens = asyncio.run(setup_vtt(url, ns.rooms, ns.clients))
+                tokens = asyncio.run(
+                    setup_vtt(url, ns.rooms, ns.clients, secrets=kind == "secrets")
+                )
             if ns.profile and kind == "vtt-sync":
                 profiler = subprocess.Popen(
                     [
@@ -305,11 +320,19 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--synchronous", default="FULL", help="vtt-sync's SQLite synchronous pragma")
     ap.add_argument("--only", choices=("relay", "vtt-sync"), help="run one side only")
+    ap.add_argument(
+        "--views",
+        action="store_true",
+        help="also run vtt-sync with one `status` NPC per room (damaged in 1 command of 4, so "
+        "1 patch of 4 is encoded per view class) and print its ratio to vtt-sync",
+    )
     ap.add_argument("--profile", help="py-spy raw profile of the vtt-sync side (last run) here")
     ns = ap.parse_args()
     ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
     ns.seconds, ns.runs = min(ns.seconds, 60.0), min(ns.runs, 20)
     kinds = [ns.only] if ns.only else ["relay", "vtt-sync"]
+    if ns.views:
+        kinds.append("secrets")
     results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     for _ in range(ns.runs):
         for kind in kinds:
@@ -331,6 +354,13 @@ def main() -> None:
         a, b = med["relay"][field], med["vtt-sync"][field]
         ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
         print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
+    if ns.views:
+        print("\nwith one `status` NPC per room (views), to the same load without secrets:")
+        print(f"{'':20}{'no secrets':>12}{'secrets':>12}{'ratio':>10}")
+        for field, (label, _) in ROWS.items():
+            a, b = med["vtt-sync"][field], med["secrets"][field]
+            ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
+            print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,14 @@ MAX_FRAME = protocol.MAX_FRAME_BYTES  # the server closes a connection sending m
 _END = object()
 
 
+class Redirected(Exception):
+    """The hello reached a node that does not serve the room (4302)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
 class _Pending:
     __slots__ = ("frame", "future", "sent")
 
@@ -367,12 +375,25 @@ class Client:
 
     async def _run(self) -> None:
         attempt = 0
+        target, hops = self.url, 0
         while not self._closed:
-            self._status("connecting", self.url)
+            self._status("connecting", target)
             welcomed_before = self.connections
             try:
-                await self._session()
+                await self._session(target)
                 detail = "connection closed"
+            except Redirected as moved:
+                # Cluster mode: another node serves the room. Go there at once
+                # (same hello, `since` included), a bounded number of hops;
+                # past them (ownership moving under our feet), report it and
+                # start again from the given address after the usual backoff.
+                hops += 1
+                if hops <= protocol.MAX_REDIRECTS:
+                    log.info("redirected to %s", moved.url)
+                    target = moved.url
+                    continue
+                detail = f"redirected {hops} times in a row (last to {moved.url})"
+                self.last_error = moved
             except ConnectionFailed as exc:
                 self._fail(exc)
                 return
@@ -386,6 +407,9 @@ class Client:
                 detail = _describe(exc)
                 log.warning("session error: %s", detail, exc_info=True)
             self._connected.clear()
+            # Every new attempt starts from the address given: the room may
+            # have moved again (a node stopped serving it: 1012).
+            target, hops = self.url, 0
             if self._closed:
                 return
             self._status("disconnected", detail)
@@ -403,9 +427,9 @@ class Client:
             log.info("reconnecting in %.2f s (%s)", delay, detail)
             await asyncio.sleep(delay)
 
-    async def _session(self) -> None:
+    async def _session(self, url: str) -> None:
         ws = await connect(
-            self.url,
+            url,
             subprotocols=[SUBPROTOCOLS[self.proto]],  # type: ignore[list-item]
             open_timeout=self.open_timeout,
             max_size=64 * 1024 * 1024,
@@ -420,6 +444,8 @@ class Client:
                     frame = self._decode(await ws.recv())
                     if frame.get("t") == "welcome":
                         break
+                    if frame.get("t") == "redirect" and isinstance(frame.get("url"), str):
+                        raise Redirected(frame["url"])
                     self._handle(frame)
             self._auth_message = None
             self._on_welcome(frame)

@@ -8,50 +8,86 @@ crosses the seam.
 
 `Message` carries one frame to all of a room's subscribers, encoded at most
 once per subprotocol present, whatever the number of clients: every client
-of one subprotocol gets the very same bytes object.
+of one subprotocol gets the very same bytes object. A frame that not every
+viewer may see whole (per-role views, docs/views.md) comes with a
+`FrameView`: viewers are grouped by its `key`, and each group's frame is
+built and encoded once; viewers whose key is None get the plain frame.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any, Protocol
 
 from sync_server.codec import Codec
 from sync_server.ws_fastpath import server_frame
 
 
+class FrameView(Protocol):
+    """How one frame looks to each viewer."""
+
+    def key(self, viewer: Any) -> Hashable | None:
+        """Viewers with equal keys get equal frames; None: the plain frame."""
+        ...
+
+    def render(self, viewer: Any) -> dict[str, Any]:
+        """The frame as `viewer` (one of its key's group) may see it."""
+        ...
+
+
 class Message:
-    """One frame for a room, encoded lazily, once per codec (and once more
-    as a complete WebSocket frame, for the transports that take it)."""
+    """One frame for a room, encoded lazily, once per codec and view group
+    (and once more as a complete WebSocket frame, for the transports that
+    take it)."""
 
-    __slots__ = ("_frames", "_wire", "frame")
+    __slots__ = ("_frames", "_views", "_wire", "frame", "view")
 
-    def __init__(self, frame: dict[str, Any]) -> None:
+    def __init__(self, frame: dict[str, Any], view: FrameView | None = None) -> None:
         self.frame = frame
-        self._wire: dict[str, bytes] = {}
-        self._frames: dict[str, bytes] = {}
+        self.view = view
+        self._views: dict[Hashable, dict[str, Any]] = {}
+        self._wire: dict[tuple[str, Hashable], bytes] = {}
+        self._frames: dict[tuple[str, Hashable], bytes] = {}
 
-    def data(self, codec: Codec) -> bytes:
-        """The encoded message (JSON as UTF-8 bytes), shared by every caller."""
-        data = self._wire.get(codec.name)
+    def key(self, viewer: Any) -> Hashable | None:
+        return None if self.view is None or viewer is None else self.view.key(viewer)
+
+    def frame_for(self, key: Hashable | None, viewer: Any) -> dict[str, Any]:
+        if key is None:
+            return self.frame
+        found = self._views.get(key)
+        if found is None:
+            assert self.view is not None
+            found = self._views[key] = self.view.render(viewer)
+        return found
+
+    def data(self, codec: Codec, key: Hashable | None = None, viewer: Any = None) -> bytes:
+        """The encoded message (JSON as UTF-8 bytes) for `key`'s group,
+        shared by every caller of that group."""
+        data = self._wire.get((codec.name, key))
         if data is None:
-            encoded = codec.encode(self.frame)
-            data = self._wire[codec.name] = (
+            encoded = codec.encode(self.frame_for(key, viewer))
+            data = self._wire[codec.name, key] = (
                 encoded.encode() if isinstance(encoded, str) else encoded
             )
         return data
 
-    def ws_frame(self, codec: Codec) -> bytes:
+    def ws_frame(self, codec: Codec, key: Hashable | None = None, viewer: Any = None) -> bytes:
         """The same message as a complete server WebSocket frame."""
-        frame = self._frames.get(codec.name)
+        frame = self._frames.get((codec.name, key))
         if frame is None:
-            frame = self._frames[codec.name] = server_frame(self.data(codec), not codec.binary)
+            frame = self._frames[codec.name, key] = server_frame(
+                self.data(codec, key, viewer), not codec.binary
+            )
         return frame
 
 
 class Sink(Protocol):
-    """A subscriber: it says which codec it reads, and takes messages."""
+    """A subscriber: it says which codec it reads and who it shows frames
+    to (its viewer, for views), and takes messages."""
 
     codec: Codec
+    viewer: Any
 
     def deliver(self, message: Message) -> None: ...
 
@@ -61,8 +97,9 @@ class RoomBus(Protocol):
 
     def unsubscribe(self, room: str, sink: Sink) -> None: ...
 
-    def publish(self, room: str, frame: dict[str, Any]) -> None:
-        """Deliver one frame to every subscriber of the room, in publish order."""
+    def publish(self, room: str, frame: dict[str, Any], view: FrameView | None = None) -> None:
+        """Deliver one frame to every subscriber of the room, in publish
+        order; with `view`, each subscriber gets its viewer's frame."""
         ...
 
     def subscribers(self, room: str) -> int: ...
@@ -84,11 +121,11 @@ class LocalBus:
             if not sinks:
                 del self._rooms[room]
 
-    def publish(self, room: str, frame: dict[str, Any]) -> None:
+    def publish(self, room: str, frame: dict[str, Any], view: FrameView | None = None) -> None:
         sinks = self._rooms.get(room)
         if not sinks:
             return
-        message = Message(frame)
+        message = Message(frame, view)
         for sink in list(sinks):
             sink.deliver(message)
 

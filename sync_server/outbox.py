@@ -53,12 +53,16 @@ class Outbox:
         max_bytes: int = OUTBOX_MAX_BYTES,
         close_timeout: float = CLOSE_TIMEOUT_SECONDS,
         fast: bool = True,
+        viewer: Any = None,
         on_sent: Callable[[int], None] | None = None,
         on_too_slow: Callable[[], None] | None = None,
     ) -> None:
         self.ws = ws
         self.codec = codec
         self.user = user
+        # Who reads this connection (a rules.Viewer): frames with a view are
+        # that viewer's. None sees every frame whole (admin sessions).
+        self.viewer = viewer
         self.max_bytes = max_bytes
         self.close_timeout = close_timeout
         self._on_sent = on_sent
@@ -86,13 +90,15 @@ class Outbox:
         """Send a message shared with other clients (the bus calls this)."""
         if self.closing:
             return
-        data = message.data(self.codec)
+        viewer = self.viewer
+        key = message.key(viewer)
+        data = message.data(self.codec, key, viewer)
         if self._buffered() + len(data) > self.max_bytes:
             self.abort(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with since")
             if self._on_too_slow is not None:
                 self._on_too_slow()
             return
-        if self._raw is None or not self._raw(message.ws_frame(self.codec)):
+        if self._raw is None or not self._raw(message.ws_frame(self.codec, key, viewer)):
             try:
                 broadcast([self.ws], data, text=self._text)
             except Exception:  # a test double, or a connection gone meanwhile

@@ -320,7 +320,7 @@ class RoomHost:
         for item, decision in zip(batch, decisions, strict=True):
             if decision.patch is not None:
                 try:
-                    services.bus.publish(self.room_id, decision.patch)
+                    services.bus.publish(self.room_id, decision.patch, decision.view)
                     services.metrics.patch()
                 except Exception:
                     log.exception("room %s: publish of v%s failed", self.room_id, decision.patch)
@@ -375,6 +375,7 @@ class RoomHost:
             j.future.set_exception(refused)
             return
         # Welcome and subscription in one step: no patch can fall between.
+        j.sink.viewer = self.core.viewer(j.user)
         sent = j.sink.send(welcome)
         if j.charge is not None:
             j.charge(reply_cost(sent))
@@ -384,7 +385,7 @@ class RoomHost:
 
     def _sync(self, s: Sync) -> None:
         try:
-            sent = s.sink.send(self.core.sync_reply(s.since, s.request_id))
+            sent = s.sink.send(self.core.sync_reply(s.since, s.request_id, s.sink.viewer))
             if s.charge is not None:
                 s.charge(reply_cost(sent))
         finally:

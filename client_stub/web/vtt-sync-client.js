@@ -223,13 +223,14 @@ export class VttSyncClient {
     return this.status === "connected";
   }
 
-  _open() {
+  _open(target = this.url, hops = 0) {
     this._timer = null;
     if (this._closed) return;
-    this._setStatus("connecting", this.url);
+    this._setStatus("connecting", target);
     let ws;
+    let redirect = null; // cluster mode: the node serving the room (v1.1)
     try {
-      ws = new this._WS(this.url, [SUBPROTOCOL]);
+      ws = new this._WS(target, [SUBPROTOCOL]);
     } catch (err) {
       this._scheduleReconnect(String(err));
       return;
@@ -255,6 +256,8 @@ export class VttSyncClient {
         welcomed = true;
         clearTimeout(this._helloTimer);
         this._onWelcome(frame);
+      } else if (frame.t === "redirect" && !welcomed && typeof frame.url === "string") {
+        redirect = frame.url;
       } else {
         this._handle(frame);
       }
@@ -268,6 +271,17 @@ export class VttSyncClient {
       if (ev.code in FINAL_CLOSE_CODES) {
         const message = this._authMessage || ev.reason || FINAL_CLOSE_CODES[ev.code];
         this._fail(new ConnectionFailed(message, ev.code));
+        return;
+      }
+      if (redirect !== null) {
+        // Another node serves the room: go there at once, same hello
+        // (`since` included), at most MAX_REDIRECTS hops in a row; past
+        // them, report it and start over from the given URL after a backoff.
+        if (hops < MAX_REDIRECTS) {
+          this._open(redirect, hops + 1);
+          return;
+        }
+        this._scheduleReconnect(`redirected ${hops + 1} times in a row (last to ${redirect})`);
         return;
       }
       if (welcomed) this._attempt = 0;

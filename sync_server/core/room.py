@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 NO_EXPECT = protocol.NO_EXPECT
 JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
+UNKNOWN = object()  # how viewers see a patch loaded from the log: not known
 
 
 class JoinRefused(Exception):
@@ -66,6 +67,28 @@ class CommandIn:
     expect: Any = NO_EXPECT
 
 
+@attrs.frozen(eq=False)
+class PatchView:
+    """How one patch looks to each viewer (per-role views, rules/view.py):
+    viewers are grouped by `key` (their view class for this patch; None for
+    those who see everything), each group's patch built once. Only made for
+    a patch the rules call `restricted`: any other one is the same for all."""
+
+    before: dict[str, Any]
+    after: dict[str, Any]
+    patch: dict[str, Any]
+
+    def key(self, viewer: rules.Viewer) -> Any:
+        if viewer.sees_all:
+            return None
+        return rules.patch_class(self.before, self.after, viewer)
+
+    def render(self, viewer: rules.Viewer) -> dict[str, Any]:
+        p = self.patch
+        ops, events = rules.view_patch(self.before, self.after, p["ops"], p["events"], viewer)
+        return {**p, "ops": ops, "events": events}
+
+
 @attrs.frozen
 class Decision:
     """What one evaluated command produces. `reply` goes to the sender only
@@ -80,6 +103,8 @@ class Decision:
     patch: dict[str, Any] | None = None
     closes: tuple[str, ...] = ()
     pending: bool = False
+    # Set when not every viewer may see the patch whole (see PatchView).
+    view: PatchView | None = None
 
 
 def refusal(cmd_id: str | None, code: str, message: str) -> Decision:
@@ -121,7 +146,7 @@ class _Batch:
     v: int
     epochs: dict[str, int]
     records: list[VersionRecord] = attrs.Factory(list)
-    patches: list[dict[str, Any]] = attrs.Factory(list)
+    patches: list[tuple[dict[str, Any], PatchView | None]] = attrs.Factory(list)
     dedup_keys: list[tuple[str, str]] = attrs.Factory(list)
     tokens: list[tuple[tuple[str, str, str], str]] = attrs.Factory(list)
 
@@ -147,6 +172,14 @@ class RoomCore:
         self.v = loaded.v
         self.recent: deque[dict[str, Any]] = deque(
             (p.frame() for p in loaded.recent), maxlen=self.limits.recent_patches_in_memory
+        )
+        # Beside each recent patch, how viewers see it: None when everyone
+        # sees it whole, its PatchView when not, UNKNOWN for patches loaded
+        # from the log (their states before and after are not at hand): a
+        # player or observer resuming over one of those gets a snapshot of
+        # their view instead.
+        self.recent_views: deque[PatchView | object | None] = deque(
+            (UNKNOWN for _ in loaded.recent), maxlen=self.limits.recent_patches_in_memory
         )
         self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict(
             ((d.user, d.cmd_id), (d.v, d.result)) for d in loaded.dedup
@@ -194,7 +227,9 @@ class RoomCore:
         if batch is None:
             return
         self._batch = None
-        self.recent.extend(batch.patches)
+        for patch, view in batch.patches:
+            self.recent.append(patch)
+            self.recent_views.append(view)
         for key, token in batch.tokens:
             self.recent_tokens.remember(key, "token", token)
         window = self.limits.dedup_window_versions
@@ -423,11 +458,13 @@ class RoomCore:
                     f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
                 )
         key = (c.actor.user, c.cmd_id)
+        restricted = rules.restricted(ops, events, self.state, new_state)
+        view = PatchView(self.state, new_state, patch) if restricted else None
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
         self.dedup[key] = (v, result)
         batch.records.append(record)
-        batch.patches.append(patch)
+        batch.patches.append((patch, view))
         batch.dedup_keys.append(key)
         return Decision(
             protocol.ack(c.cmd_id, ack_result, v=v),
@@ -436,45 +473,72 @@ class RoomCore:
             patch=patch,
             closes=closes,
             pending=True,
+            view=view,
         )
 
     # --- joins and sync -------------------------------------------------------
 
-    def patches_after(self, since: int) -> list[dict[str, Any]] | None:
+    def patches_after(
+        self, since: int, viewer: rules.Viewer | None = None
+    ) -> list[dict[str, Any]] | None:
         """Every patch after `since`, from memory, or None when the client
         needs the state instead (ahead of the room, too far behind, or older
-        than what memory holds: one snapshot costs less than a replay)."""
+        than what memory holds: one snapshot costs less than a replay). A
+        viewer who does not see everything gets each patch as they may see
+        it, or the state if one of them was loaded from the log."""
         if since == self.v:
             return []
         if since < 0 or since > self.v or self.v - since > self.limits.max_resume_patches:
             return None
         if self.recent and self.recent[0]["v"] <= since + 1:
             start = since + 1 - self.recent[0]["v"]
-            return list(itertools.islice(self.recent, start, None))
+            patches = list(itertools.islice(self.recent, start, None))
+            if viewer is None or viewer.sees_all:
+                return patches
+            views = list(itertools.islice(self.recent_views, start, None))
+            if any(view is UNKNOWN for view in views):
+                return None
+            return [
+                patch if view is None else view.render(viewer)  # type: ignore[union-attr]
+                for patch, view in zip(patches, views, strict=True)
+            ]
         return None
+
+    def view(self, viewer: rules.Viewer | None) -> dict[str, Any]:
+        """The state as `viewer` may see it (the state itself for the GM)."""
+        return self.state if viewer is None else rules.view_state(self.state, viewer)
+
+    def viewer(self, user: str) -> rules.Viewer | None:
+        """Who `user` is, for views (None if no longer in the room)."""
+        found = self.state["users"].get(user)
+        return None if found is None else rules.Viewer(user, found["role"])
 
     def join(self, user: str, since: int | None) -> tuple[dict[str, Any], str, int]:
         """A hello for this room: (the welcome frame, the user's role, its
-        epoch), or JoinRefused when the user is not (any more) in the room."""
-        found = self.state["users"].get(user)
-        if found is None:
+        epoch), or JoinRefused when the user is not (any more) in the room.
+        The welcome carries the user's view of the room."""
+        viewer = self.viewer(user)
+        if viewer is None:
             raise JoinRefused(
                 protocol.UNAUTHENTICATED, "bad token or room", protocol.CLOSE_UNAUTHENTICATED
             )
-        items = None if since is None else self.patches_after(since)
+        items = None if since is None else self.patches_after(since, viewer)
         frame = protocol.welcome(
             self.room_id,
             user,
-            found["role"],
+            viewer.role,
             self.v,
-            state=self.state if items is None else None,
+            state=self.view(viewer) if items is None else None,
             patches=items,
         )
-        return frame, found["role"], self.epochs.get(user, 0)
+        return frame, viewer.role, self.epochs.get(user, 0)
 
-    def sync_reply(self, since: int, request_id: str | None = None) -> dict[str, Any]:
-        """The answer to `sync`: the patches after `since`, else a snapshot."""
-        items = self.patches_after(since)
+    def sync_reply(
+        self, since: int, request_id: str | None = None, viewer: rules.Viewer | None = None
+    ) -> dict[str, Any]:
+        """The answer to `sync`: the patches after `since`, else a snapshot,
+        as `viewer` may see them."""
+        items = self.patches_after(since, viewer)
         if items is None:
-            return protocol.snapshot(self.v, self.state, request_id)
+            return protocol.snapshot(self.v, self.view(viewer), request_id)
         return protocol.patches(items, request_id)

@@ -10,7 +10,7 @@ the tests, the benchmarks and module authors all use the same ones.
   errors by command id and records every frame. `connect_admin` for admin
   sessions.
 - `create_table(url, admin_token, room)`: a room with a GM, two players, an
-  observer and three characters, over the wire (works for subprocess
+  observer and three characters (all shown in full), over the wire (works for subprocess
   servers too).
 - `start_subprocess_server(data_dir)`: `python -m sync_server serve --port 0`
   in a child process, its URL read from the "listening on" line.
@@ -117,6 +117,12 @@ class RawClient:
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._changed = asyncio.Condition()
         self._reader: asyncio.Task[None] | None = None
+
+    def seen(self, state: dict[str, Any]) -> dict[str, Any]:
+        """`state` (the room as the GM sees it) as this client may see it
+        (per-role views): what its mirror must equal."""
+        assert self.user is not None and self.role is not None
+        return rules.view_state(state, rules.Viewer(self.user, self.role))
 
     # sending
     async def send(self, frame: dict[str, Any]) -> None:
@@ -358,7 +364,9 @@ async def create_table(
             ("c_p2", "Bruno", users["p2"]),
             ("c_npc", "Gob", None),
         ):
-            args = {**SHEET, "name": name_}
+            # Every character `full`, so that every viewer's state is the
+            # same: tests of views build their own secrets.
+            args = {**SHEET, "name": name_, "shown": "full"}
             if owner is not None:
                 args["owner"] = owner
             chars[key] = (await gm.ok("add_character", args))["result"]["char"]

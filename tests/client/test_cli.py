@@ -285,7 +285,7 @@ async def test_token_given_before_the_subcommand_is_used(table: LiveTable) -> No
     )
     assert code == 0, err
     _, state = await table.state()
-    assert json.loads(out) == state
+    assert json.loads(out) == table.seen("obs", state)
     assert table.token("obs") not in out + err
 
 

@@ -14,6 +14,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import rules
 from sync_server.config import Config
 from sync_server.demo import DEMO_ROOM, ensure_demo
 from sync_server.server import Server
@@ -73,6 +74,11 @@ class LiveTable:
 
     def page(self, key: str) -> str:
         return f"{self.http_url}#room={ROOM}&token={self.token(key)}"
+
+    def seen(self, key: str, state: dict[str, Any]) -> dict[str, Any]:
+        """`state` as the demo person `key` may see it (per-role views)."""
+        person = self.people[key]
+        return rules.view_state(state, rules.Viewer(person["user"], person["role"]))
 
     async def state(self) -> tuple[int, dict[str, Any]]:
         """The server's own (version, state) of the room."""

@@ -52,3 +52,76 @@ test("patch ops apply as the Python mirror applies them", () => {
   ]);
   assert.deepEqual(state, { a: { b: 2 }, d: { e: 3 } });
 });
+
+// A stand-in WebSocket: each URL has a script of what the "server" does.
+function fakeSocketClass(nodes, log) {
+  return class FakeWS {
+    constructor(url, protocols) {
+      this.url = url;
+      this.protocols = protocols;
+      this.readyState = 0;
+      log.push(url);
+      setTimeout(() => {
+        this.readyState = 1;
+        this.onopen?.();
+      }, 0);
+    }
+    send(text) {
+      const hello = JSON.parse(text);
+      const node = nodes[this.url];
+      setTimeout(() => node(this, hello), 0);
+    }
+    close(code = 1000, reason = "") {
+      if (this.readyState === 3) return;
+      this.readyState = 3;
+      setTimeout(() => this.onclose?.({ code, reason }), 0);
+    }
+    deliver(frame) {
+      this.onmessage?.({ data: JSON.stringify(frame) });
+    }
+  };
+}
+
+const redirectTo = (url) => (ws) => {
+  ws.deliver({ t: "redirect", url });
+  ws.close(vectors.close_codes.redirect, "served elsewhere");
+};
+const welcoming = (ws, hello) =>
+  ws.deliver({ t: "welcome", room: hello.room, user: "u4", role: "observer", v: 3, state: {} });
+
+test("the browser client follows a redirect with the same hello", async () => {
+  const log = [];
+  const { VttSyncClient } = await import("../../client_stub/web/vtt-sync-client.js");
+  const nodes = { "ws://a/": redirectTo("ws://b/"), "ws://b/": welcoming };
+  const c = new VttSyncClient({
+    url: "ws://a/",
+    token: "T",
+    room: "r1",
+    WebSocketImpl: fakeSocketClass(nodes, log),
+  });
+  await c.connect();
+  assert.deepEqual(log, ["ws://a/", "ws://b/"]);
+  assert.equal(c.version, 3);
+  c.close();
+});
+
+test("a redirect loop is reported after MAX_REDIRECTS hops, then retried later", async () => {
+  const log = [];
+  const statuses = [];
+  const { VttSyncClient } = await import("../../client_stub/web/vtt-sync-client.js");
+  const nodes = { "ws://a/": redirectTo("ws://a/") };
+  const c = new VttSyncClient({
+    url: "ws://a/",
+    token: "T",
+    room: "r1",
+    backoffInitial: 60000,
+    WebSocketImpl: fakeSocketClass(nodes, log),
+  });
+  c.on("status", (status, detail) => statuses.push([status, detail]));
+  c.connect().catch(() => {});
+  while (!statuses.some(([s]) => s === "disconnected")) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(log.length, 1 + MAX_REDIRECTS);
+  const [, detail] = statuses.find(([s]) => s === "disconnected");
+  assert.match(detail, new RegExp(`redirected ${MAX_REDIRECTS + 1} times`));
+  c.close();
+});

@@ -112,7 +112,7 @@ async def test_a_failure_at_any_step_of_a_batch_loses_nothing(tmp_path, monkeypa
         )
         assert retry["v"] == host.v and "dup" not in retry
         await obs.wait_v(retry["v"])
-        assert obs.state == gm.state == host.state
+        assert gm.state == host.state and obs.state == obs.seen(host.state)
         final = await stored(srv)
         await gm.close()
         await obs.close()
@@ -120,5 +120,5 @@ async def test_a_failure_at_any_step_of_a_batch_loses_nothing(tmp_path, monkeypa
     async with running_server(data) as srv:  # loadable after a restart
         t.url = srv.url
         back = await t.connect("obs")
-        assert (back.v, back.state) == final
+        assert (back.v, back.state) == (final[0], back.seen(final[1]))
         await back.close()

@@ -131,7 +131,7 @@ async def test_undo_walks_back_and_restores_state_exactly(vtt_table: Table) -> N
     await gm.ok("undo")
     assert gm.state == s0
     await obs.wait_v(gm.v)
-    assert obs.state == s0
+    assert obs.state == obs.seen(s0)
     assert obs.patches[-1]["events"][0]["kind"] == "undo"
     await gm.close()
     await obs.close()
