@@ -222,7 +222,7 @@ class WatchView:
             who = Text(str(c.get("name", cid)), style="bold")
             who.append(f" {cid}", style="dim")  # the id every command names
             owner_name = users.get(owner, {}).get("name", owner) if owner else "GM"
-            level = f" · level {c['level']}" if c.get("level") is not None else ""
+            level = f" · lv {c['level']}" if c.get("level") is not None else ""
             who.append(f"\n{owner_name}{level}", "dim")
             cond = Text(str(c.get("condition", "?")), style=COND_STYLE.get(c.get("condition"), ""))
             marker = Text("▶", style="bold cyan") if cid == current else Text("")

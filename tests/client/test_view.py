@@ -126,7 +126,7 @@ def test_a_status_character_shows_name_level_owner_condition_and_no_numbers() ->
     out = render(view, width=140)
     brom = row(out, "Brom")
     assert "dying" in brom and "no numbers shown" in brom
-    assert "GM · level 4" in out  # the line under Brom's name
+    assert "GM · lv 4" in out  # the line under Brom's name
     assert "None" not in out and "0/0" not in out
     assert "loses 1 PP" not in out  # Brom's dying timer is not his viewers' to know
     assert "4/6" in out  # Aline, seen in full, keeps her bars
