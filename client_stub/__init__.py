@@ -1,7 +1,7 @@
 """vtt-sync clients: the asyncio `Client`, the `vtt-sync client` CLI, and the
 browser client and tracker page in `client_stub/web/`."""
 
-from client_stub.client import SUBPROTOCOLS, Client
+from client_stub.client import SUBPROTOCOLS, Client, tls_context
 from client_stub.errors import (
     AccessRevoked,
     BadFrame,
@@ -48,4 +48,5 @@ __all__ = [
     "Unauthenticated",
     "UnknownOp",
     "VttSyncError",
+    "tls_context",
 ]

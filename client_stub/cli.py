@@ -9,7 +9,8 @@
     vtt-sync client create-room "Thursday table"      # admin: prints the new GM's link
 
 Connection settings: --url/--token/--room, or VTT_SYNC_URL, VTT_SYNC_TOKEN,
-VTT_SYNC_ROOM. The token is never printed nor logged (except the new links
+VTT_SYNC_ROOM; for a wss:// server with a private or self-signed certificate,
+--ca-file or VTT_SYNC_CA_FILE. The token is never printed nor logged (except the new links
 that `create-room` and the `add_user` / `rotate_token` commands exist to
 give); prefer the environment variable (a command-line flag is visible to
 other local users in `ps`).
@@ -25,13 +26,14 @@ import os
 import re
 import signal
 import socket
+import ssl
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from client_stub.client import Client
+from client_stub.client import Client, tls_context
 from client_stub.errors import CommandError, CommandTimeout, ConnectionFailed, VttSyncError
 from client_stub.events import EventText, Names
 
@@ -189,6 +191,13 @@ def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> N
     parser.add_argument(
         "--json", action="store_true", default=d(False), help="print JSON (acks, errors)"
     )
+    parser.add_argument(
+        "--ca-file",
+        default=d(None),
+        metavar="FILE",
+        help="for wss://: trust the certificate authority (or self-signed certificate) in "
+        "FILE (env VTT_SYNC_CA_FILE; default: the system's authorities)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -316,10 +325,26 @@ def _refused(exc: CommandError, as_json: bool) -> int:
     return EXIT_REFUSED
 
 
+def _tls(ns: argparse.Namespace) -> ssl.SSLContext | None:
+    ca_file = getattr(ns, "ca_file", None) or os.environ.get("VTT_SYNC_CA_FILE")
+    try:
+        return tls_context(ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError(f"cannot use the CA file {ca_file}: {exc}")
+
+
 def _one_shot(url: str, token: str, room: str | None, ns: argparse.Namespace) -> Client:
     """A client for one command: the first connection is not retried (a wrong
     address fails at once); a drop after the welcome is, with the same id."""
-    return Client(url, token, room, ns.proto, retry_first=False, open_timeout=ns.timeout)
+    return Client(
+        url,
+        token,
+        room,
+        ns.proto,
+        retry_first=False,
+        open_timeout=ns.timeout,
+        ssl_context=_tls(ns),
+    )
 
 
 # --- actions ------------------------------------------------------------------
@@ -429,7 +454,7 @@ async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None)
     if room is None:
         raise UsageError("watch needs a room: pass --room or set VTT_SYNC_ROOM")
     view = WatchView(feed_size=ns.events)
-    client = Client(url, token, room, ns.proto, backoff_max=5.0)
+    client = Client(url, token, room, ns.proto, backoff_max=5.0, ssl_context=_tls(ns))
     console = Console()
 
     if ns.once:

@@ -24,6 +24,7 @@ import json
 import logging
 import random
 import secrets
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -68,6 +69,15 @@ class _Pending:
         self.sent = 0
 
 
+def tls_context(ca_file: str | None = None) -> ssl.SSLContext | None:
+    """The TLS context for a wss:// server whose certificate is signed by the
+    authority in `ca_file` (a private CA, or the self-signed certificate
+    itself); None (the system's authorities) without one."""
+    if not ca_file:
+        return None
+    return ssl.create_default_context(cafile=ca_file)
+
+
 class Client:
     """One session with a vtt-sync server: a room (or the admin session when
     `room` is None). Use as an async context manager or call `connect()` and
@@ -88,6 +98,7 @@ class Client:
         hello_timeout: float = 10.0,
         open_timeout: float = 10.0,
         id_prefix: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if proto not in SUBPROTOCOLS:
             raise ValueError(f"proto must be one of {sorted(SUBPROTOCOLS)}")
@@ -104,6 +115,9 @@ class Client:
         self.backoff_factor = backoff_factor
         self.hello_timeout = hello_timeout
         self.open_timeout = open_timeout
+        # For wss:// URLs: None trusts the system's certificate authorities;
+        # `tls_context(ca_file)` trusts a private CA or a self-signed server.
+        self.ssl_context = ssl_context
         # ids are unique per user across processes and restarts: a random prefix
         self._id_prefix = id_prefix or secrets.token_hex(4)
         self._id_counter = 0
@@ -434,6 +448,8 @@ class Client:
             open_timeout=self.open_timeout,
             max_size=64 * 1024 * 1024,
             user_agent_header="vtt-sync-client",
+            # (no `ssl` argument at all: websockets then uses the system's authorities)
+            **({"ssl": self.ssl_context} if self.ssl_context is not None else {}),
         )
         self._ws = ws
         try:

@@ -8,7 +8,7 @@ make docs/operations.md (`python3 -m scripts.gen_operations`) and
 an argument, or an event kind the engine emits has no entry here, so the
 reference cannot fall behind the code.
 
-Ops the server handles itself (undo, create_room, delete_room) are not in
+Ops the server handles itself (undo, create_room, delete_room, import_room) are not in
 the op table; their arguments and role are described here instead, with
 kinds whose limits a test compares with the server's.
 """
@@ -24,7 +24,7 @@ import attrs
 
 from rules.engine import ADMIN_OPS, LOG_OPS, OWNER_OR_GM, UNTEND, G
 from rules.engine import OPS as TABLE
-from rules.validate import Arg, Kind, _str, optional
+from rules.validate import BOOL, Arg, Kind, _int, _str, optional
 
 # Room ids and names of create_room (the server checks them: sync_server/limits.py,
 # ROOM_ID_PATTERN and MAX_ROOM_NAME; tests/rules/test_catalog.py compares).
@@ -44,6 +44,15 @@ ROOM_ID = Kind(
     note="letters, digits, '_', '-', '.', starting with a letter or digit",
 )
 ROOM_NAME = attrs.evolve(_str(1, MAX_ROOM_NAME), check=_no_check)
+
+# import_room's parts (the server's limits.py: IMPORT_CHUNK_CHARS,
+# MAX_IMPORT_PARTS; tests/rules/test_catalog.py compares).
+IMPORT_CHUNK_CHARS = 30_000
+MAX_IMPORT_PARTS = 2237
+UPLOAD_ID = attrs.evolve(_str(1, 64, "id"), check=_no_check)
+IMPORT_PART = attrs.evolve(_int(0, MAX_IMPORT_PARTS - 1), check=_no_check)
+IMPORT_PARTS = attrs.evolve(_int(1, MAX_IMPORT_PARTS), check=_no_check)
+IMPORT_DATA = attrs.evolve(_str(1, IMPORT_CHUNK_CHARS), check=_no_check)
 
 
 @attrs.frozen
@@ -436,6 +445,41 @@ OPS: dict[str, OpDoc] = {
         result='{"room": "thursday"}',
         undoable=False,
         args={"room": Arg(ROOM_ID)},
+        role="A",
+    ),
+    "import_room": OpDoc(
+        "import a room file, in parts (admin session)",
+        "A room exported by `vtt-sync admin export` (or another server) is created as it "
+        "was: its state, its version, its whole log (so undo, history and retries work). "
+        "The file travels in parts of at most 30,000 characters, in order, under one "
+        "`upload` id; the last part's ack says the room is stored. Without token hashes in "
+        "the file, every user gets a new token (in the last ack, once). With `replace`, an "
+        "existing room is replaced at once and its connections reconnect (1012). "
+        "`vtt-sync admin import FILE` does all this.",
+        {
+            "room": "the room's id (as in the file)",
+            "upload": "an id for this upload, the same in every part",
+            "part": "this part's number, from 0",
+            "parts": "how many parts the file was cut into",
+            "data": "this part of the file's text",
+            "replace": "replace the room if it exists (default false)",
+        },
+        {"room": "thursday", "upload": "up-1", "part": 0, "parts": 1, "data": '{"format": ...}'},
+        (),
+        (
+            ("conflict", "the room exists and replace is not set; another import is running"),
+            ("invalid_args", "a part out of order; a file that is not a valid room"),
+        ),
+        result='{"room": "thursday", "v": 57, "users": 4, "tokens": {"u1": "...", "u2": "..."}}',
+        undoable=False,
+        args={
+            "room": Arg(ROOM_ID),
+            "upload": Arg(UPLOAD_ID),
+            "part": Arg(IMPORT_PART),
+            "parts": Arg(IMPORT_PARTS),
+            "data": Arg(IMPORT_DATA),
+            "replace": optional(BOOL, False),
+        },
         role="A",
     ),
 }

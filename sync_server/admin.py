@@ -1,8 +1,16 @@
-"""Admin commands: create_room and delete_room (PROTOCOL.md, Operations, role A).
+"""Admin commands: create_room and delete_room (PROTOCOL.md, Operations,
+role A), and import_room (a room file, in parts: docs/protocol.md).
 
 They touch no room state, so they are the server's own (the rules engine only
 builds a new room's initial state with `new_room`). One at a time, in
 arrival order, under one lock. Their acks carry `result` and no `v`.
+
+import_room carries a room file (sync_server/transfer.py) cut into parts,
+since a client frame is at most 64 KiB: parts 0..parts-1 of one `upload`,
+in order, each acked; a part sent again is acked again (a retry after a
+lost ack). The last part's command imports the room: it alone is recorded
+in the admin log (its retry gets its first result back). One upload at a
+time, bounded by `Limits.max_import_bytes`, since the server holds it whole.
 """
 
 from __future__ import annotations
@@ -12,14 +20,22 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 import rules
-from sync_server import protocol
+from sync_server import protocol, transfer
 from sync_server.auth import RecentTokens, hash_token, new_token
 from sync_server.clock import Clock, SystemClock
-from sync_server.limits import MAX_ROOM_NAME
+from sync_server.limits import (
+    IMPORT_CHUNK_CHARS,
+    IMPORT_IDLE_SECONDS,
+    MAX_IMPORT_PARTS,
+    MAX_ROOM_NAME,
+    Limits,
+)
 from sync_server.metrics import Metrics
 from sync_server.rooms import Rooms, valid_room_id
-from sync_server.storage import AdminRecord, Storage
+from sync_server.storage import AdminRecord, Storage, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +45,18 @@ ADMIN_USER = "admin"
 _ARGS: dict[str, dict[str, tuple[bool, str]]] = {
     "create_room": {"room": (True, "room"), "name": (True, "name"), "gm_name": (False, "name")},
     "delete_room": {"room": (True, "room")},
+    "import_room": {
+        "room": (True, "room"),
+        "upload": (True, "upload"),
+        "part": (True, "part"),
+        "parts": (True, "parts"),
+        "data": (True, "data"),
+        "replace": (False, "flag"),
+    },
 }
+
+# An upload id: chosen by the client, like a command id.
+MAX_UPLOAD_ID = 64
 
 
 def _check_args(op: str, args: Any) -> tuple[str, str] | None:
@@ -54,6 +81,19 @@ def _check_args(op: str, args: Any) -> tuple[str, str] | None:
             isinstance(value, str) and len(value.strip()) > 0 and len(value) <= MAX_ROOM_NAME
         ):
             return ("invalid_args", f"{key} must be a non-empty string of at most {MAX_ROOM_NAME}")
+        if kind == "upload" and not (isinstance(value, str) and 0 < len(value) <= MAX_UPLOAD_ID):
+            return ("invalid_args", f"{key} must be a string of 1 to {MAX_UPLOAD_ID} characters")
+        if kind in ("part", "parts"):
+            lo = 0 if kind == "part" else 1
+            hi = MAX_IMPORT_PARTS - 1 if kind == "part" else MAX_IMPORT_PARTS
+            if type(value) is not int or not lo <= value <= hi:
+                return ("invalid_args", f"{key} must be an integer {lo}..{hi}")
+        if kind == "data" and not (isinstance(value, str) and 0 < len(value) <= IMPORT_CHUNK_CHARS):
+            return ("invalid_args", f"{key} must be 1 to {IMPORT_CHUNK_CHARS} characters")
+        if kind == "flag" and type(value) is not bool:
+            return ("invalid_args", f"{key} must be true or false")
+    if op == "import_room" and args["part"] >= args["parts"]:
+        return ("invalid_args", "part must be below parts")
     return None
 
 
@@ -74,6 +114,7 @@ class Admin:
         tokens: RecentTokens,
         clock: Clock | None = None,
         token_source: Callable[[], str] = new_token,
+        limits: Limits | None = None,
     ) -> None:
         self.storage = storage
         self.rooms = rooms
@@ -82,6 +123,8 @@ class Admin:
         self.clock = clock or SystemClock()
         self.new_token = token_source
         self._lock = asyncio.Lock()
+        self.limits = limits or Limits()
+        self._upload: _Upload | None = None
 
     async def execute(self, cmd_id: str, op: Any, args: Any) -> dict[str, Any]:
         """Run one admin command; returns the ack or error frame."""
@@ -119,7 +162,11 @@ class Admin:
         try:
             if op == "create_room":
                 return await self._create_room(cmd_id, args)
+            if op == "import_room":
+                return await self._import_part(cmd_id, args)
             return await self._delete_room(cmd_id, args)
+        except transfer.BadRoomFile as exc:
+            return protocol.error("invalid_args", f"the room file is refused: {exc}", cmd_id)
         except rules.Refused as refused:
             return protocol.error(refused.code, refused.message, cmd_id)
         except Exception as exc:
@@ -148,3 +195,109 @@ class Admin:
         await self.rooms.delete(room_id, record)
         log.info("room %s deleted", room_id)
         return protocol.ack(cmd_id, {"room": room_id})
+
+    # --- import_room ------------------------------------------------------
+
+    async def _import_part(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        room, upload_id, part, parts = args["room"], args["upload"], args["part"], args["parts"]
+        replace = bool(args.get("replace", False))
+        now = self.clock.monotonic()
+        up = self._upload
+        if up is not None and up.id != upload_id:
+            if now - up.active < IMPORT_IDLE_SECONDS:
+                return protocol.error(
+                    "conflict", "another import is in progress; retry when it is done", cmd_id
+                )
+            self._upload = up = None  # abandoned: dropped
+        if up is None:
+            if part != 0:
+                return protocol.error(
+                    "invalid_args", f"upload {upload_id!r} is unknown: start at part 0", cmd_id
+                )
+            if self.rooms.exists(room) and not replace:
+                return protocol.error(
+                    "conflict", f"room {room!r} already exists (replace it with replace)", cmd_id
+                )
+            up = self._upload = _Upload(upload_id, room, parts, replace, now)
+        if (room, parts, replace) != (up.room, up.parts, up.replace):
+            return protocol.error(
+                "invalid_args", "room, parts and replace must be the same in every part", cmd_id
+            )
+        if part < len(up.chunks):  # sent again (its ack was lost): same answer
+            return protocol.ack(cmd_id, {"upload": upload_id, "received": part + 1})
+        if part > len(up.chunks):
+            return protocol.error(
+                "invalid_args", f"part {part} out of order: part {len(up.chunks)} is next", cmd_id
+            )
+        up.size += len(args["data"])
+        if up.size > self.limits.max_import_bytes:
+            self._upload = None
+            return protocol.error(
+                "invalid_args",
+                f"the room file is over {self.limits.max_import_bytes} bytes",
+                cmd_id,
+            )
+        up.chunks.append(args["data"])
+        up.active = now
+        if len(up.chunks) < parts:
+            return protocol.ack(cmd_id, {"upload": upload_id, "received": part + 1})
+        self._upload = None
+        return await self._import(cmd_id, up)
+
+    async def _import(self, cmd_id: str, up: _Upload) -> dict[str, Any]:
+        doc = transfer.loads("".join(up.chunks))
+        dump, state, with_hashes = transfer.from_document(doc)
+        if dump.room != up.room:
+            return protocol.error(
+                "invalid_args", f"the file holds room {dump.room!r}, not {up.room!r}", cmd_id
+            )
+        issued: dict[str, str] = {}
+        if not with_hashes:  # the file opens nothing: a new token for every user
+            issued = {uid: self.new_token() for uid in sorted(state.get("users", {}))}
+            dump = attrs.evolve(dump, tokens={uid: hash_token(t) for uid, t in issued.items()})
+        stored = {"room": dump.room, "v": dump.head, "users": len(state.get("users", {}))}
+        args = {"room": up.room, "upload": up.id, "parts": up.parts, "replace": up.replace}
+        record = AdminRecord(cmd_id, "import_room", args, stored, self.clock.time())
+        exists = self.rooms.exists(dump.room)
+        if exists and not up.replace:
+            return protocol.error("conflict", f"room {dump.room!r} already exists", cmd_id)
+
+        async def store() -> None:
+            await self.storage.import_room(dump, record, replace=up.replace)
+
+        try:
+            if exists:
+                await self.rooms.replace(dump.room, store)
+            else:
+                await store()
+                self.rooms.created(dump.room)
+        except StorageError as exc:
+            if "already used" in str(exc):
+                return protocol.error("conflict", str(exc), cmd_id)
+            raise
+        log.info(
+            "room %s imported at v%d (%d versions, tokens %s)%s",
+            dump.room,
+            dump.head,
+            len(dump.versions),
+            "kept" if with_hashes else "issued anew",
+            ", replacing the old one" if exists else "",
+            extra={"event": "room_imported", "room": dump.room, "v": dump.head},
+        )
+        result = dict(stored)
+        if issued:
+            result["tokens"] = issued
+        return protocol.ack(cmd_id, result)
+
+
+@attrs.define
+class _Upload:
+    """A room file arriving in parts (one at a time per server)."""
+
+    id: str
+    room: str
+    parts: int
+    replace: bool
+    active: float  # monotonic time of its last part
+    chunks: list[str] = attrs.Factory(list)
+    size: int = 0

@@ -1,77 +1,65 @@
-"""`vtt-sync`: run the server (`serve`) or the Python client (`client`).
+"""`vtt-sync`: run the server (`serve`), administer it (`admin`), or the
+Python client (`client`).
 
-    vtt-sync serve --host 127.0.0.1 --port 8765 --data-dir ./vtt-data [--demo]
+    vtt-sync serve [--config FILE] [--host H] [--port P] [--data-dir D] [--tls-cert F --tls-key F]
+    vtt-sync admin export ROOM > room.json | import room.json | backup FILE
     vtt-sync client ...          (delegates to client_stub.cli.main)
+    vtt-sync --version
 
-`serve` prints `vtt-sync listening on ws://HOST:PORT` once it accepts
+`serve`'s settings come from its flags, the environment (VTT_SYNC_*) and
+an optional TOML file, in that order of precedence (sync_server/settings.py
+holds the table); it prints them at start, secrets masked. It prints
+`vtt-sync listening on ws://HOST:PORT` (wss:// with TLS) once it accepts
 connections (tests start it with --port 0 and read the port from that
-line), and stops gracefully on SIGINT / SIGTERM.
+line), reloads its TLS certificate on SIGHUP, and stops gracefully on
+SIGINT / SIGTERM (after `drain_seconds` of /healthz answering 503).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from sync_server import __version__, admin_cli, logs, settings
 from sync_server.auth import WeakAdminToken
 from sync_server.config import Config
-from sync_server.ratelimit import RateSpec
 from sync_server.storage import StorageError
 
 log = logging.getLogger("sync_server")
 
 
-def _rate(text: str) -> RateSpec | None:
-    try:
-        return RateSpec.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors follow the log format asked for in the
+    environment (a JSON log stays JSON even when a flag is wrong)."""
+
+    def error(self, message: str) -> Any:
+        if os.environ.get("VTT_SYNC_LOG_FORMAT", "").strip().lower() == "json":
+            sys.stderr.write(logs.json_line(f"{self.prog}: {message}", "error") + "\n")
+            raise SystemExit(2)
+        return super().error(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vtt-sync", description="vtt-sync server and client")
-    sub = parser.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="run the sync server")
-    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
-    s.add_argument(
-        "--data-dir",
-        default="./vtt-data",
-        help="where the database and the admin token live (default ./vtt-data)",
+    parser = _Parser(prog="vtt-sync", description="vtt-sync server and client")
+    parser.add_argument("--version", action="version", version=f"vtt-sync {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    s = sub.add_parser(
+        "serve",
+        help="run the sync server",
+        description="Run the sync server. Each setting comes from its flag, else its "
+        "environment variable, else the --config TOML file (keys are the setting names: "
+        "host, port, data_dir, tls_cert, ...), else its default.",
     )
-    s.add_argument("--demo", action="store_true", help="create (once) and print a demo room")
-    s.add_argument(
-        "--rate",
-        type=_rate,
-        default=RateSpec(20, 40),
-        help="player/observer command rate, RATE[/BURST] per second, or 'none' (default 20/40)",
-    )
-    s.add_argument(
-        "--gm-rate",
-        type=_rate,
-        default=None,
-        help="GM/admin command rate, RATE[/BURST], default unlimited",
-    )
-    s.add_argument(
-        "--synchronous",
-        choices=("FULL", "NORMAL"),
-        default="FULL",
-        help="SQLite durability: FULL survives power loss (default), NORMAL a process crash",
-    )
-    s.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
-    s.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="a web page origin (https://host[:port]) allowed to connect besides the "
-        "server's own page; repeat for several (default: none)",
-    )
+    settings.add_arguments(s)
+    admin_cli.add_parser(sub)
     sub.add_parser("client", help="the Python client (see vtt-sync client --help)", add_help=False)
     return parser
 
@@ -100,32 +88,56 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return client_main(args_list[1:]) or 0
     args = build_parser().parse_args(args_list)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("websockets").setLevel(logging.WARNING)
-    config = Config(
-        data_dir=args.data_dir,
-        host=args.host,
-        port=args.port,
-        rate=args.rate,
-        gm_rate=args.gm_rate,
-        synchronous=args.synchronous,
-        allowed_origins=frozenset(o.rstrip("/") for o in args.allow_origin),
-    )
+    if args.command == "admin":
+        return admin_cli.main(args)
+    return serve_main(args)
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    env_json = os.environ.get("VTT_SYNC_LOG_FORMAT", "").strip().lower() == "json"
+    try:
+        resolved = settings.resolve(args)
+    except settings.SettingError as exc:
+        logs.Output("json" if env_json else "text").error(f"vtt-sync: {exc}")
+        return 2
+    out = logs.Output(resolved["log_format"])
+    redact = logs.setup(resolved["log_level"], resolved["log_format"])
+    config = Config(**settings.config_fields(resolved))
+    if config.admin_token:
+        redact.add(config.admin_token)
+    out.redact = redact
+    print_configuration(out, resolved)
     tune_gc()
     try:
-        return asyncio.run(_serve(config, demo=args.demo))
-    except (StorageError, WeakAdminToken) as exc:
-        print(f"vtt-sync: {exc}", file=sys.stderr)
+        return asyncio.run(_serve(config, resolved, out, redact))
+    except (StorageError, WeakAdminToken, settings.SettingError) as exc:
+        out.error(f"vtt-sync: {exc}")
         return 2
     except KeyboardInterrupt:
         return 130
 
 
-async def _serve(config: Config, demo: bool) -> int:
+def print_configuration(out: logs.Output, resolved: settings.Resolved) -> None:
+    """The settings in force and where each came from, secrets masked."""
+    rows = resolved.lines()
+    if out.json:
+        out.say(
+            f"vtt-sync {__version__}: configuration",
+            event="configuration",
+            version=__version__,
+            settings={name: shown for name, shown, _ in rows},
+            sources={name: source for name, _, source in rows},
+        )
+        return
+    out.say(f"vtt-sync {__version__}; configuration (flag > env > file > default):")
+    width = max(len(name) for name, _, _ in rows)
+    for name, shown, source in rows:
+        out.say(f"  {name:<{width}}  {shown}  ({source})")
+
+
+async def _serve(
+    config: Config, resolved: settings.Resolved, out: logs.Output, redact: logs.Redact
+) -> int:
     from sync_server.demo import ensure_demo, page_url
     from sync_server.server import Server
 
@@ -134,26 +146,45 @@ async def _serve(config: Config, demo: bool) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     srv = Server(config)
+    loop.add_signal_handler(signal.SIGHUP, srv.reload_tls)
     try:
         await srv.start()
     except OSError as exc:
-        print(f"vtt-sync: cannot listen on {config.host}:{config.port}: {exc}", file=sys.stderr)
+        out.error(f"vtt-sync: cannot listen on {config.host}:{config.port}: {exc}")
         await srv.close()
         return 2
+    redact.add(srv.admin_token)
     try:
         if srv.admin_token_generated:
-            print(f"admin token (generated, shown once; stored in {config.data_dir}/admin_token):")
-            print(f"  {srv.admin_token}")
-        if demo:
+            where = config.data_dir / "admin_token"
+            if out.json:  # a JSON log goes to a shipper: no token in it
+                out.say(f"admin token generated; read it in {where} (mode 0600)")
+            else:
+                print(f"admin token (generated, shown once; stored in {where}):")
+                print(f"  {srv.admin_token}", flush=True)
+        if resolved["demo"]:
             people = await ensure_demo(srv)
-            print("demo room 'demo':")
-            for key in ("gm", "p1", "p2", "p3", "obs"):
-                p = people[key]
-                print(f"  {p['role']:<8} {p['name']:<18} token {p['token']}")
-                print(f"           {page_url(srv, p['token'])}")
-        print(f"vtt-sync listening on {srv.url}", flush=True)
+            if out.json:
+                out.say(
+                    f"demo room 'demo' ready; its links hold tokens: read them in "
+                    f"{config.data_dir / 'demo_tokens.json'}"
+                )
+            else:
+                print("demo room 'demo':")
+                for key in ("gm", "p1", "p2", "p3", "obs"):
+                    p = people[key]
+                    print(f"  {p['role']:<8} {p['name']:<18} token {p['token']}")
+                    print(f"           {page_url(srv, p['token'])}", flush=True)
+        out.say(f"vtt-sync listening on {srv.url}", event="listening", url=srv.url)
         await stop.wait()
-        print("vtt-sync shutting down", flush=True)
+        if config.drain_seconds > 0:
+            srv.draining = True
+            out.say(f"vtt-sync draining: /healthz answers 503 for {config.drain_seconds:g} s")
+            stop.clear()  # a second signal cuts the wait short
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(config.drain_seconds):
+                    await stop.wait()
+        out.say("vtt-sync shutting down", event="stopping")
     finally:
         await srv.close()
     return 0

@@ -1,5 +1,6 @@
-"""The server's options, as one attrs class (the CLI fills it from argv,
-tests build it directly). Limits live in one `Limits` object."""
+"""The server's options, as one attrs class (the CLI fills it from its
+settings table, sync_server/settings.py: flag > environment > file >
+default; tests build it directly). Limits live in one `Limits` object."""
 
 from __future__ import annotations
 
@@ -53,3 +54,15 @@ class Config:
     # Origins (scheme://host[:port]) of pages allowed to open a WebSocket
     # besides the server's own page; "*" allows any (not recommended).
     allowed_origins: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    # TLS: a certificate chain and its key (PEM). Both or neither; with them
+    # the server speaks https:// and wss:// (reloaded by `Server.reload_tls`).
+    tls_cert: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    tls_key: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    # Reverse proxies (their addresses) whose X-Forwarded-For names the
+    # client: logs and the failed-hello limit see the real peer behind them.
+    trusted_proxies: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    # On SIGTERM, how long /healthz answers 503 before the server closes
+    # (the CLI waits; a load balancer stops sending clients meanwhile).
+    drain_seconds: float = 0.0
+    # Commands are logged at INFO as one summary per room this often (0: never).
+    log_summary_seconds: float = 60.0

@@ -172,6 +172,27 @@ MAX_PATCH_BYTES = 1024 * 1024
 # they skip the size check (an encode), which costs only on big commands.
 PATCH_SIZE_CHECK_ITEMS = 64
 
+# --- Moving rooms (vtt-sync admin export / import) -------------------------
+
+# The largest room file `import_room` takes. The server holds the whole file
+# (and then its parsed form, several times larger) in memory while it checks
+# it: 64 MiB is a room of ~100,000 logged versions, far beyond a long
+# campaign, and bounded on a small server.
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+
+# Characters of the file per `import_room` part. Frames from clients are at
+# most 64 KiB; the file is ASCII JSON, which the JSON subprotocol may escape
+# to up to twice its size (each quote gains a backslash): 30,000 fits either
+# subprotocol with room for the frame's envelope.
+IMPORT_CHUNK_CHARS = 30_000
+
+# Parts of one import: the file's bound over the part size, rounded up.
+MAX_IMPORT_PARTS = -(-MAX_IMPORT_BYTES // IMPORT_CHUNK_CHARS)
+
+# An upload not continued for this long is dropped when another one starts
+# (one upload at a time: the memory bound above holds for the server).
+IMPORT_IDLE_SECONDS = 300.0
+
 # --- Shutdown -------------------------------------------------------------
 
 # On SIGINT/SIGTERM: how long queued commands may take to finish and commit,
@@ -201,6 +222,7 @@ class Limits:
     shutdown_drain_seconds: float = SHUTDOWN_DRAIN_SECONDS
     close_timeout: float = CLOSE_TIMEOUT_SECONDS
     max_patch_bytes: int = MAX_PATCH_BYTES
+    max_import_bytes: int = MAX_IMPORT_BYTES
 
 
 LIMIT_FIELDS = frozenset(f.name for f in attrs.fields(Limits))

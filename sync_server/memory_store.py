@@ -10,6 +10,7 @@ can never alias what is stored.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 import attrs
@@ -19,6 +20,8 @@ from sync_server.storage import (
     AdminRecord,
     DedupEntry,
     PatchRow,
+    RoomDump,
+    RoomExists,
     StorageError,
     StoredRoom,
     UndoTarget,
@@ -34,6 +37,7 @@ class _Room:
     versions: dict[int, VersionRecord] = attrs.Factory(dict)
     undone: set[int] = attrs.Factory(set)
     cmd_ids: set[tuple[str, str]] = attrs.Factory(set)
+    created: float = 0.0
 
 
 class MemoryStorage:
@@ -75,7 +79,7 @@ class MemoryStorage:
         self._write()
         if room in self._rooms or admin.cmd_id in self._admin:
             raise StorageError(f"room {room!r} or admin command {admin.cmd_id!r} exists")
-        self._rooms[room] = _Room(0, {0: copy.deepcopy(state)})
+        self._rooms[room] = _Room(0, {0: copy.deepcopy(state)}, created=time.time())
         self._tokens[gm_token_hash] = (room, gm_user)
         self._admin[admin.cmd_id] = copy.deepcopy(admin)
 
@@ -159,6 +163,56 @@ class MemoryStorage:
             if rec.undoable and v not in r.undone:
                 return UndoTarget(v, rec.op, rec.user, copy.deepcopy(rec.inverse))
         return None
+
+    async def export_room(self, room: str) -> RoomDump | None:
+        r = self._rooms.get(room)
+        if r is None:
+            return None
+        snap_v = max(r.snapshots)
+        versions = [
+            attrs.evolve(copy.deepcopy(r.versions[v]), token_set=(), token_del=())
+            for v in sorted(r.versions)
+        ]
+        tokens = {user: h for h, (rm, user) in self._tokens.items() if rm == room}
+        return RoomDump(
+            room,
+            r.head,
+            r.created,
+            snap_v,
+            copy.deepcopy(r.snapshots[snap_v]),
+            versions,
+            frozenset(r.undone),
+            tokens,
+        )
+
+    async def import_room(self, dump: RoomDump, admin: AdminRecord, replace: bool = False) -> None:
+        self._write()
+        room = dump.room
+        if room in self._rooms and not replace:
+            raise RoomExists(f"room {room!r} already exists")
+        if admin.cmd_id in self._admin:
+            raise StorageError(f"admin command {admin.cmd_id!r} exists")
+        for user, token_hash in dump.tokens.items():
+            owner = self._tokens.get(token_hash)
+            if owner is not None and owner[0] != room:
+                raise StorageError(
+                    f"the token hash of user {user} is already used by {owner[1]} of room "
+                    f"{owner[0]!r}: import without token hashes, or delete that room"
+                )
+        # All checks passed: now replace, so that a refusal above stores nothing.
+        versions = {rec.v: copy.deepcopy(rec) for rec in dump.versions}
+        self._rooms[room] = _Room(
+            dump.head,
+            {dump.snapshot_v: copy.deepcopy(dump.snapshot)},
+            versions,
+            set(dump.undone),
+            {(rec.user, rec.cmd_id) for rec in dump.versions if rec.cmd_id is not None},
+            dump.created,
+        )
+        self._tokens = {h: ru for h, ru in self._tokens.items() if ru[0] != room}
+        for user, token_hash in dump.tokens.items():
+            self._tokens[token_hash] = (room, user)
+        self._admin[admin.cmd_id] = copy.deepcopy(admin)
 
 
 def _row(rec: VersionRecord) -> PatchRow:

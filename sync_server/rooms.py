@@ -27,7 +27,7 @@ import contextlib
 import logging
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import attrs
@@ -491,6 +491,52 @@ class Rooms:
             raise
         self.services.metrics.rooms.set(len(self.known))
         self.services.metrics.rooms_loaded.set(len(self.hosts))
+
+    async def replace(self, room: str, store: Callable[[], Awaitable[None]]) -> None:
+        """Replace an existing room's stored content (an import with
+        `replace`), while it may be in use. Hellos for the room wait (as
+        during a lazy load) until the new room is loaded; the old host
+        finishes its queued work and stops; its sessions are closed with
+        1012 and reconnect to the new room. `store` writes the new room
+        (all or nothing); if it fails, the old room is loaded again."""
+        fut: asyncio.Future[RoomHost | None] = asyncio.get_running_loop().create_future()
+        while room in self._loading:  # a load in progress: let it finish first
+            await asyncio.shield(self._loading[room])
+        self._loading[room] = fut
+        try:
+            old = self.hosts.pop(room, None)
+            if old is not None and not old.closed:
+                await old.barrier()
+                await old.stop()
+            self.services.registry.close_room(
+                room, protocol.CLOSE_SERVICE_RESTART, "room replaced; reconnect", now=False
+            )
+            failed: BaseException | None = None
+            try:
+                await store()
+            except BaseException as exc:
+                failed = exc
+            limits = self.services.limits
+            host = None
+            stored = await self.services.storage.load_room(
+                room, limits.recent_patches_in_memory, limits.dedup_window_versions
+            )
+            if stored is not None:
+                host = RoomHost(
+                    self.new_core(replay(stored, limits.recent_patches_in_memory)), self.services
+                )
+                self.hosts[room] = host
+            self.services.metrics.rooms_loaded.set(len(self.hosts))
+            fut.set_result(host)
+            if failed is not None:
+                raise failed
+        except BaseException as exc:
+            if not fut.done():
+                fut.set_exception(exc)
+                fut.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            del self._loading[room]
 
     async def drain(self) -> None:
         """Wait until every queued command is applied, committed and sent."""

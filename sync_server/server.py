@@ -25,8 +25,10 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
 import rules
-from sync_server import protocol
+from sync_server import __version__, protocol
+from sync_server.activity import Activity
 from sync_server.admin import Admin
+from sync_server.admin_http import AdminHttp
 from sync_server.auth import RecentTokens, hash_token, load_admin_token
 from sync_server.bus import LocalBus, RoomBus
 from sync_server.clock import Clock, SystemClock
@@ -41,6 +43,7 @@ from sync_server.limits import (
     PING_TIMEOUT_SECONDS,
     WRITE_LIMIT_BYTES,
 )
+from sync_server.logs import websockets_logger
 from sync_server.metrics import Metrics
 from sync_server.ratelimit import Buckets
 from sync_server.registry import Registry
@@ -48,15 +51,14 @@ from sync_server.rooms import Command, Rooms, RoomServices
 from sync_server.sessions import Session, SessionDeps
 from sync_server.sqlite_store import SqliteStorage
 from sync_server.storage import Storage, StorageError
+from sync_server.tls import ServerTls, TlsError
 from sync_server.web import Routes
 
 log = logging.getLogger(__name__)
 
-# websockets logs every frame at DEBUG, hello frames (tokens) included. Its
-# logger for this server is pinned at INFO so that no logging setup, however
-# verbose, can write a token to a log.
-WS_LOG = logging.getLogger("sync_server.websockets")
-WS_LOG.setLevel(logging.INFO)
+# websockets logs every frame at DEBUG, hello frames (tokens) included: the
+# logger it gets (logs.websockets_logger) never produces DEBUG, whatever the
+# logging setup, and turns its per-request INFO lines into DEBUG ones.
 
 SERVER_HEADER = "vtt-sync"
 
@@ -99,12 +101,21 @@ class Server:
                 check_invariants=config.check_invariants,
             )
         )
-        self.admin = Admin(self.storage, self.rooms, self.metrics, self.tokens, self.clock)
+        self.admin = Admin(
+            self.storage, self.rooms, self.metrics, self.tokens, self.clock, limits=self.limits
+        )
         self.sessions: set[Session] = set()
         # Admin sessions holding one of the admin slots (reserved at the
         # check, before the welcome; see Session._open_admin).
         self.admin_slots: set[Any] = set()
         self.shutting_down = False
+        # Draining (SIGTERM with drain_seconds): still serving, but /healthz
+        # answers 503 so that a load balancer sends new clients elsewhere.
+        self.draining = False
+        self.activity = Activity(config.log_summary_seconds)
+        self.tls: ServerTls | None = None
+        if config.tls_cert is not None and config.tls_key is not None:
+            self.tls = ServerTls(config.tls_cert, config.tls_key)
         self.admin_token = ""
         self.admin_token_generated = False
         self.admin_hash = b""
@@ -167,13 +178,19 @@ class Server:
             closed=self._closed_session,
             admin_slots=self.admin_slots,
             fast_fanout=self.config.fast_fanout,
+            activity=self.activity,
+            trusted_proxies=self.config.trusted_proxies,
         )
         routes = Routes(
             self.config.web,
             self.health,
             self.metrics.render,
             self.metrics.content_type,
-            self.config.allowed_origins,
+            allowed_origins=self.config.allowed_origins,
+            trusted_proxies=self.config.trusted_proxies,
+            admin=AdminHttp(
+                self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
+            ).handle,
         )
         self._ws = await serve(
             self._handle,
@@ -191,9 +208,10 @@ class Server:
             ping_interval=PING_INTERVAL_SECONDS,
             ping_timeout=PING_TIMEOUT_SECONDS,
             close_timeout=self.limits.close_timeout,
-            logger=WS_LOG,
+            logger=websockets_logger(),
             # Our name only: no library or Python versions for a scanner.
             server_header=SERVER_HEADER,
+            ssl=None if self.tls is None else self.tls.context,
         )
         log.info("listening on %s", self.url)
 
@@ -211,11 +229,26 @@ class Server:
         host = self.config.host
         if ":" in host:
             host = f"[{host}]"
-        return f"ws://{host}:{self.port}"
+        return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}"
 
     @property
     def http_url(self) -> str:
         return "http" + self.url[2:]
+
+    def reload_tls(self) -> bool:
+        """Load the TLS certificate and key files again (SIGHUP): new
+        connections get the new certificate, open ones keep theirs. A pair
+        that cannot be used is logged and changes nothing."""
+        if self.tls is None:
+            log.warning("TLS reload asked, but the server has no TLS certificate")
+            return False
+        try:
+            self.tls.reload()
+        except TlsError as exc:
+            log.error("TLS certificate not reloaded, still serving the previous one: %s", exc)
+            return False
+        log.info("TLS certificate reloaded from %s", self.tls.cert, extra={"event": "tls_reload"})
+        return True
 
     async def serve_until(self, stop: asyncio.Event) -> None:
         await stop.wait()
@@ -248,6 +281,7 @@ class Server:
         await self.rooms.stop()
         await self.storage.close()
         self._lock.release()
+        self.activity.close()
         log.info("stopped")
 
     # --- connections ------------------------------------------------------
@@ -269,7 +303,15 @@ class Server:
         return len(self.admin_slots)
 
     def health(self) -> dict[str, Any]:
-        return {"status": "ok", "rooms": len(self.rooms.known), "connections": len(self.sessions)}
+        """/healthz: "ok" (200) while serving; "draining" (503) from a
+        SIGTERM on, so that a load balancer stops sending clients here."""
+        status = "draining" if self.draining or self.shutting_down else "ok"
+        return {
+            "status": status,
+            "version": __version__,
+            "rooms": len(self.rooms.known),
+            "connections": len(self.sessions),
+        }
 
     # --- in-process commands (CLI --demo, tests) -------------------------
 

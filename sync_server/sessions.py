@@ -28,6 +28,7 @@ from websockets.exceptions import ConnectionClosed
 
 import rules
 from sync_server import protocol
+from sync_server.activity import Activity
 from sync_server.admin import ADMIN_USER
 from sync_server.auth import hash_token, same_hash
 from sync_server.bus import RoomBus
@@ -51,6 +52,7 @@ from sync_server.outbox import Outbox
 from sync_server.ratelimit import Buckets, TokenBucket
 from sync_server.registry import Registry
 from sync_server.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
+from sync_server.web import peer_of
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,10 @@ class SessionDeps:
     # Admin sessions holding a slot (reserved at the check, before the welcome).
     admin_slots: set[Any]
     fast_fanout: bool = True
+    # Session lines and command summaries at INFO (activity.py); None: not logged.
+    activity: Activity | None = None
+    # Reverse proxies whose X-Forwarded-For names the client (web.client_address).
+    trusted_proxies: frozenset[str] = frozenset()
 
 
 class Session:
@@ -95,13 +101,18 @@ class Session:
         self.core: SessionCore | None = None
         self.bucket: TokenBucket | None = None
         self.inflight = asyncio.Semaphore(deps.limits.max_inflight_per_session)
+        self._peer: str | None = None
+        self._cleaned = False
 
     # --- lifecycle --------------------------------------------------------
 
     @property
     def peer(self) -> str:
-        address = getattr(self.ws, "remote_address", None)
-        return str(address[0]) if address else "?"
+        """The client's address (behind a trusted proxy: the one it names)."""
+        if self._peer is None:
+            request = getattr(self.ws, "request", None)
+            self._peer = peer_of(self.ws, request, self.deps.trusted_proxies)
+        return self._peer
 
     async def run(self) -> None:
         try:
@@ -118,12 +129,40 @@ class Session:
             except (ConnectionClosed, TimeoutError):
                 return
             self.deps.opened(self)
+            opened_at = self.deps.clock.monotonic()
+            activity = self.deps.activity
+            if activity is not None:
+                activity.session_opened(self.room_id, self.user or "", self.role or "", self.peer)
             try:
                 await self._loop()
             finally:
                 self.deps.closed(self)
+                await self._cleanup()
+                if activity is not None:
+                    code, reason, by = self._close_info()
+                    activity.session_closed(
+                        self.room_id,
+                        self.user or "",
+                        self.role or "",
+                        self.peer,
+                        self.deps.clock.monotonic() - opened_at,
+                        code,
+                        reason,
+                        by,
+                    )
         finally:
             await self._cleanup()
+
+    def _close_info(self) -> tuple[int | None, str, str]:
+        """(close code, reason, who closed: server, client or network)."""
+        proto = getattr(self.ws, "protocol", None)
+        sent = getattr(proto, "close_sent", None)
+        rcvd = getattr(proto, "close_rcvd", None)
+        if sent is not None and (rcvd is None or not getattr(proto, "close_rcvd_then_sent", True)):
+            return sent.code, sent.reason, "server"
+        if rcvd is not None:
+            return rcvd.code, rcvd.reason, "client"
+        return 1006, "connection lost", "network"
 
     def _hello_failed(self, reason: str) -> None:
         """A refused hello: logged with the peer and the reason (never the
@@ -141,6 +180,9 @@ class Session:
             await self.ws.close(refused.close, refused.message[:100])
 
     async def _cleanup(self) -> None:
+        if self._cleaned:  # run() cleans before its closing line, and again in finally
+            return
+        self._cleaned = True
         self.deps.admin_slots.discard(self)
         if self.outbox is not None:
             if self.room_id is not None and self.host is not None:
@@ -319,9 +361,22 @@ class Session:
         else:
             assert isinstance(action, Ignore)
 
+    def _answered(self, op: Any) -> Callable[[dict[str, Any]], None]:
+        """The reply callback of one command: send, and count its outcome."""
+        activity = self.deps.activity
+        if activity is None:
+            return self._send
+
+        def reply(frame: dict[str, Any]) -> None:
+            self._send(frame)
+            outcome = "dup" if frame.get("dup") else frame.get("code") or "ok"
+            activity.command(self.room_id, self.user or "", op, outcome)
+
+        return reply
+
     async def _command(self, action: RunCommand) -> None:
         if self.role == "admin":
-            self._send(await self.deps.admin(action.cmd_id, action.op, action.args))
+            self._answered(action.op)(await self.deps.admin(action.cmd_id, action.op, action.args))
             return
         await self.inflight.acquire()
         if self.deps.shutting_down():  # it began while we waited for a slot
@@ -341,7 +396,12 @@ class Session:
             expect=action.expect,
         )
         self._submit(
-            Command(command, self._send, self.inflight.release, self.deps.clock.monotonic())
+            Command(
+                command,
+                self._answered(action.op),
+                self.inflight.release,
+                self.deps.clock.monotonic(),
+            )
         )
 
     async def _sync(self, action: RunSync) -> None:

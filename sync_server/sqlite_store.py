@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -29,6 +30,8 @@ from sync_server.storage import (
     AdminRecord,
     DedupEntry,
     PatchRow,
+    RoomDump,
+    RoomExists,
     StorageError,
     StoredRoom,
     UndoTarget,
@@ -94,6 +97,16 @@ def _pack(value: Any) -> bytes:
 
 def _unpack(blob: bytes) -> Any:
     return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+
+
+def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
+    """(v, packed state) of a room's latest snapshot; every room has one."""
+    snap = conn.execute(
+        "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
+    ).fetchone()
+    if snap is None:
+        raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
+    return snap[0], snap[1]
 
 
 class _Job:
@@ -398,11 +411,7 @@ class SqliteStorage:
             head_row = conn.execute("SELECT head FROM rooms WHERE room = ?", (room,)).fetchone()
             if head_row is None:
                 return None
-            snap = conn.execute(
-                "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
-            ).fetchone()
-            if snap is None:
-                raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
+            snap = _latest_snapshot(conn, room)
             first = min(snap[0], head_row[0] - recent)
             rows = conn.execute(
                 "SELECT v, cmd_id, user, ops, events FROM versions "
@@ -515,3 +524,124 @@ class SqliteStorage:
             return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
 
         return await self._submit(q, write=False)
+
+    # --- whole rooms: export, import, backup -----------------------------
+
+    async def export_room(self, room: str) -> RoomDump | None:
+        def q(conn: sqlite3.Connection) -> RoomDump | None:
+            # One job on the storage thread: no commit lands between these reads.
+            row = conn.execute("SELECT head, created FROM rooms WHERE room = ?", (room,)).fetchone()
+            if row is None:
+                return None
+            snap = _latest_snapshot(conn, room)
+            versions, undone = [], set()
+            for r in conn.execute(
+                "SELECT v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"
+                " undone, undoes, ts FROM versions WHERE room = ? ORDER BY v",
+                (room,),
+            ):
+                versions.append(
+                    VersionRecord(
+                        room=room, v=r[0], cmd_id=r[1], user=r[2], op=r[3], args=_unpack(r[4]),
+                        ops=_unpack(r[5]), inverse=_unpack(r[6]), events=_unpack(r[7]),
+                        result=_unpack(r[8]), undoable=bool(r[9]), undoes=r[11], ts=r[12],
+                    )
+                )  # fmt: skip
+                if r[10]:
+                    undone.add(r[0])
+            tokens = {
+                user: bytes(token_hash)
+                for user, token_hash in conn.execute(
+                    "SELECT user, token_hash FROM users WHERE room = ?", (room,)
+                )
+            }
+            return RoomDump(
+                room, row[0], row[1], snap[0], _unpack(snap[1]), versions, frozenset(undone), tokens
+            )
+
+        return await self._submit(q, write=False)
+
+    async def import_room(self, dump: RoomDump, admin: AdminRecord, replace: bool = False) -> None:
+        room = dump.room
+
+        def w(conn: sqlite3.Connection) -> None:
+            exists = conn.execute("SELECT 1 FROM rooms WHERE room = ?", (room,)).fetchone()
+            if exists and not replace:
+                raise RoomExists(f"room {room!r} already exists")
+            for table in ("versions", "snapshots", "users", "rooms"):
+                conn.execute(f"DELETE FROM {table} WHERE room = ?", (room,))
+            for user, token_hash in dump.tokens.items():
+                owner = conn.execute(
+                    "SELECT room, user FROM users WHERE token_hash = ?", (token_hash,)
+                ).fetchone()
+                if owner is not None:
+                    raise StorageError(
+                        f"the token hash of user {user} is already used by {owner[1]} of room "
+                        f"{owner[0]!r}: import without token hashes, or delete that room"
+                    )
+                conn.execute(
+                    "INSERT INTO users (room, user, token_hash) VALUES (?, ?, ?)",
+                    (room, user, token_hash),
+                )
+            conn.execute(
+                "INSERT INTO rooms (room, created, head) VALUES (?, ?, ?)",
+                (room, dump.created, dump.head),
+            )
+            conn.execute(
+                "INSERT INTO snapshots (room, v, state) VALUES (?, ?, ?)",
+                (room, dump.snapshot_v, _pack(dump.snapshot)),
+            )
+            conn.executemany(
+                "INSERT INTO versions (room, v, cmd_id, user, op, args, ops, inverse, events,"
+                " result, undoable, undone, undoes, ts)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (room, r.v, r.cmd_id, r.user, r.op, _pack(r.args), _pack(r.ops),
+                     _pack(r.inverse), _pack(r.events), _pack(r.result), int(r.undoable),
+                     int(r.v in dump.undone), r.undoes, r.ts)
+                    for r in dump.versions
+                ],
+            )  # fmt: skip
+            self._admin(conn, admin)
+
+        await self._submit(w, write=True)
+
+    async def backup(self, dest: Path) -> None:
+        """A consistent copy of the whole database at `dest`, taken while the
+        server runs (`backup_database`, from a connection of its own: the
+        storage thread keeps committing meanwhile)."""
+        await asyncio.to_thread(backup_database, self.path, Path(dest))
+
+
+def backup_database(source: Path, dest: Path) -> None:
+    """Copy a vtt-sync database with SQLite's online backup API, consistent
+    as of one instant, whether or not a server is using it: in WAL mode the
+    copy reads one snapshot while the server's writer goes on (in one step,
+    so no write can restart it). The copy is written next to `dest` and
+    renamed into place, so `dest` is never a half-written database."""
+    if not source.exists():
+        raise StorageError(f"no database at {source}")
+    dest = Path(dest)
+    tmp = dest.with_name(dest.name + ".part")
+    tmp.unlink(missing_ok=True)
+    try:
+        # Read-write mode although it only reads: a read-only connection
+        # cannot open a WAL database whose -shm file is gone (server stopped).
+        src = sqlite3.connect(source, timeout=30)
+        try:
+            out = sqlite3.connect(tmp)
+            try:
+                src.backup(out)
+                out.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+                ok = out.execute("PRAGMA integrity_check").fetchone()[0]
+            finally:
+                out.close()
+        finally:
+            src.close()
+        if ok != "ok":
+            raise StorageError(f"the backup failed its check: {ok}")
+        os.replace(tmp, dest)
+    except sqlite3.Error as exc:
+        raise StorageError(f"backup of {source} to {dest} failed: {exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """What the server keeps, and the interface of whatever keeps it.
 
 A backend (SQLite in sqlite_store.py, the in-memory reference in
-memory_store.py, PostgreSQL for a cluster) implements `Storage` and nothing
+memory_store.py, PostgreSQL for a cluster in pg_store.py) implements `Storage` and nothing
 else: rooms, sessions and rules speak only `Storage` and these records.
 What a backend must do is pinned by the contract test suite
 (tests/server/test_storage_contract.py), which every backend passes.
@@ -19,7 +19,10 @@ Fencing contract: `commit` names the head version it builds on
 (`expected`); a backend commits nothing and raises `VersionConflict` when
 the room's stored head is elsewhere. One node serving a room never trips
 it; a second writer (a stale process, a node that lost the room in a
-cluster) is stopped there, before it can fork the log.
+cluster) is stopped there, before it can fork the log. In cluster mode
+(pg_store.py) the same check also names the node's claim of the room
+(owner, epoch, unexpired lease, see ownership.py) and raises `Fenced` when
+the node lost it.
 """
 
 from __future__ import annotations
@@ -36,9 +39,27 @@ class StorageError(Exception):
     message for the operator, never a silent loss."""
 
 
+class RoomExists(StorageError):
+    """`import_room` without `replace` found a room with that id."""
+
+
 class VersionConflict(StorageError):
     """A commit built on a head version that is no longer the stored head:
     another writer got there first. Nothing of that commit was stored."""
+
+
+class Fenced(VersionConflict):
+    """Cluster mode: this node no longer owns the room (another node claimed
+    it, or its lease expired by the database's clock, or it released it), so
+    the commit was refused and nothing of it was stored. A `VersionConflict`
+    because the server's answer is the same: drop the room at once, answer
+    the pending commands `internal` (retry), close its sessions with 1012 so
+    they reconnect to the room's owner."""
+
+
+class RoomDeleted(Fenced):
+    """Cluster mode: the room was deleted (by an admin on any node) while
+    this node served it. Nothing was stored; its sessions close with 4404."""
 
 
 @attrs.frozen
@@ -162,6 +183,29 @@ class AdminRecord:
     ts: float
 
 
+@attrs.frozen
+class RoomDump:
+    """Everything stored of one room, read at one instant (`export_room`) or
+    to be stored at once (`import_room`): a backup of a room, or a room
+    moving between servers (sync_server/transfer.py turns it into the
+    export file and back).
+
+    `versions` is the whole log, 1..head in order (a version's `token_set`
+    and `token_del` are left empty: the room's token hashes are `tokens`);
+    `undone` the versions an undo reverted; `snapshot` the latest one, which
+    `replay` starts from; `tokens` user -> token hash (only the users who
+    have a token)."""
+
+    room: str
+    head: int
+    created: float
+    snapshot_v: int
+    snapshot: dict[str, Any]
+    versions: list[VersionRecord]
+    undone: frozenset[int]
+    tokens: dict[str, bytes]
+
+
 class Storage(Protocol):
     """Durable rooms, users' token hashes, the log of versions, snapshots."""
 
@@ -218,3 +262,19 @@ class Storage(Protocol):
         ...
 
     async def undo_target(self, room: str) -> UndoTarget | None: ...
+
+    async def export_room(self, room: str) -> RoomDump | None:
+        """Everything stored of `room` (see `RoomDump`), as of one committed
+        head: a commit never lands half inside an export. None if no such
+        room. The caller's own objects, as with `load_room`."""
+        ...
+
+    async def import_room(self, dump: RoomDump, admin: AdminRecord, replace: bool = False) -> None:
+        """Store a whole room at once, all or nothing: its head, the snapshot,
+        every version with its undone flag (so undo and deduplication work
+        as they did), its users' token hashes, and the admin record. If the
+        room exists: `RoomExists` unless `replace`, which removes the old
+        room (log, snapshots, token hashes) in the same transaction. A token
+        hash owned by a user of another room is refused (`StorageError`),
+        and nothing is stored."""
+        ...

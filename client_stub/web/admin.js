@@ -37,14 +37,16 @@ async function createRoom(ev) {
   const form = ev.currentTarget;
   const name = form.name.value.trim();
   const room = form.room.value.trim() || roomIdFromName(name);
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const client = new VttSyncClient({ url: `${scheme}//${location.host}/`, token: form.token.value.trim() });
+  // the server's address from this page's, path included (a reverse proxy's sub-path)
+  const base = new URL(".", location.href);
+  const url = `${base.protocol === "https:" ? "wss:" : "ws:"}//${base.host}${base.pathname}`;
+  const client = new VttSyncClient({ url, token: form.token.value.trim() });
   ev.submitter.disabled = true;
   try {
     await client.connect();
     const ack = await client.command("create_room", { room, name, gm_name: form.gm_name.value.trim() });
     const params = new URLSearchParams({ room: ack.result.room, token: ack.result.gm_token });
-    const link = `${location.origin}/#${params}`;
+    const link = `${base.origin}${base.pathname}#${params}`;
     $("#gm-link-url").value = link;
     $("#gm-link-open").href = link;
     $("#gm-link").hidden = false;

@@ -610,6 +610,19 @@ function renderTableSetup(state) {
   );
 }
 
+/**
+ * The server's WebSocket URL, from the page's own address, path included:
+ * https://host/vtt/ (behind a reverse proxy under a sub-path) -> wss://host/vtt/.
+ * @param {Location|URL} where
+ */
+function socketUrl(where) {
+  const url = new URL(".", where.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  url.hash = "";
+  url.search = "";
+  return url.href;
+}
+
 function linkFor(token) {
   const params = new URLSearchParams(location.hash.slice(1));
   const next = new URLSearchParams({ room: client.room, token });
@@ -977,8 +990,7 @@ async function start() {
     toast("error", "Event texts missing", String(err.message || err));
   }
   eventText = new EventText(texts, names, (v) => patchEvents.get(v) ?? null);
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const url = params.get("ws") || `${scheme}//${location.host}/`;
+  const url = params.get("ws") || socketUrl(location);
   client = new VttSyncClient({ url, token, room });
   window.vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);

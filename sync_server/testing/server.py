@@ -260,11 +260,12 @@ async def connect(
     *,
     since: int | None = None,
     base: dict[str, Any] | None = None,
+    ssl: Any = None,
 ) -> Client:
     """Open a session: hello, welcome, mirror. With `since`, pass the state
     held at that version as `base` (a welcome with patches applies onto it).
     Raises `Closed` with the error frame if the server refuses."""
-    ws = await open_ws(url, proto)
+    ws = await open_ws(url, proto, **({"ssl": ssl} if ssl is not None else {}))
     client = Client(ws, proto)
     hello: dict[str, Any] = {"t": "hello", "proto": 1, "token": token}
     if room is not None:
@@ -295,8 +296,10 @@ async def connect(
     return client
 
 
-async def connect_admin(url: str, token: str = ADMIN_TOKEN, proto: str = "msgpack") -> Client:
-    return await connect(url, token, None, proto)
+async def connect_admin(
+    url: str, token: str = ADMIN_TOKEN, proto: str = "msgpack", ssl: Any = None
+) -> Client:
+    return await connect(url, token, None, proto, ssl=ssl)
 
 
 async def hello_refused(
@@ -332,15 +335,22 @@ class Table:
     tokens: dict[str, str]  # role key -> token (gm, p1, p2, obs)
     users: dict[str, str]  # role key -> user id
     chars: dict[str, str]  # c_p1, c_p2, c_npc -> character id
+    ssl: Any = None  # the TLS context of a wss:// server
 
     async def connect(self, who: str, proto: str = "msgpack", **kw: Any) -> Client:
+        kw.setdefault("ssl", self.ssl)
         return await connect(self.url, self.tokens[who], self.room, proto, **kw)
 
 
 async def create_table(
-    url: str, admin_token: str = ADMIN_TOKEN, room: str = "r1", name: str = "Table du jeudi"
+    url: str,
+    admin_token: str = ADMIN_TOKEN,
+    room: str = "r1",
+    name: str = "Table du jeudi",
+    ssl: Any = None,
 ) -> Table:
-    admin = await connect_admin(url, admin_token)
+    """The table, over the wire (`ssl`: a context for a wss:// server)."""
+    admin = await connect_admin(url, admin_token, ssl=ssl)
     try:
         res = (await admin.ok("create_room", {"room": room, "name": name, "gm_name": "Maya"}))[
             "result"
@@ -349,7 +359,7 @@ async def create_table(
         await admin.close()
     tokens = {"gm": res["gm_token"]}
     users = {"gm": res["user"]}
-    gm = await connect(url, tokens["gm"], room)
+    gm = await connect(url, tokens["gm"], room, ssl=ssl)
     try:
         for key, name_, role in (
             ("p1", "Paul", "player"),
@@ -372,7 +382,7 @@ async def create_table(
             chars[key] = (await gm.ok("add_character", args))["result"]["char"]
     finally:
         await gm.close()
-    return Table(url, room, tokens, users, chars)
+    return Table(url, room, tokens, users, chars, ssl)
 
 
 # --- a server in a child process -----------------------------------------
@@ -393,10 +403,13 @@ class ChildServer:
         return self.proc.wait(timeout=WAIT)
 
 
-def start_subprocess_server(data_dir: Path, *extra: str) -> ChildServer:
+def start_subprocess_server(
+    data_dir: Path, *extra: str, env: dict[str, str] | None = None
+) -> ChildServer:
     """`python -m sync_server serve --port 0` with the test admin token in
-    its environment; returns once it prints its listening line."""
-    env = dict(os.environ, VTT_SYNC_ADMIN_TOKEN=ADMIN_TOKEN, PYTHONUNBUFFERED="1")
+    its environment (and `env`'s variables); returns once it prints its
+    listening line."""
+    env = dict(os.environ, VTT_SYNC_ADMIN_TOKEN=ADMIN_TOKEN, PYTHONUNBUFFERED="1", **(env or {}))
     argv = ["serve", "--port", "0", "--data-dir", str(data_dir), "--log-level", "WARNING"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "sync_server", *argv, *extra],
@@ -408,7 +421,8 @@ def start_subprocess_server(data_dir: Path, *extra: str) -> ChildServer:
     )
     output: list[str] = []
     assert proc.stdout is not None
-    pattern = re.compile(r"vtt-sync listening on (ws://\S+)")
+    # the listening line, in text or in a JSON log line (the URL ends at a quote)
+    pattern = re.compile(r"vtt-sync listening on (wss?://[^\s\"]+)")
     for _ in range(200):  # bounded: the line comes within a few lines
         line = proc.stdout.readline()
         if not line:

@@ -7,7 +7,6 @@ Screenshots go to test-artifacts/ at the repository root."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import AsyncIterator
@@ -24,50 +23,8 @@ from tests.helpers.live_table import ROOM, LiveTable
 # and their fixtures share the module's event loop.
 pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 SYNC_MS = 1000  # a command from one client shows on the others within a second
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _require_browser() -> None:
-    reason = None
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        reason = "playwright is not installed (scripts/install-test-deps)"
-    if reason is None and not os.access(CHROMIUM, os.X_OK):
-        reason = f"{CHROMIUM} is missing (apt-get install chromium; scripts/install-test-deps)"
-    if reason is not None:
-        if _in_ci():
-            pytest.fail(f"browser tests cannot run in CI: {reason}")
-        pytest.skip(reason)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def chromium() -> AsyncIterator[Any]:
-    _require_browser()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            await b.close()
 
 
 @pytest_asyncio.fixture(loop_scope="module")

@@ -80,6 +80,8 @@ def test_server_op_examples_and_limits_match_the_server() -> None:
         assert re.fullmatch(limits.ROOM_ID_PATTERN, example["room"])
         assert set(example) <= set(catalog.OPS[op].args or {})
     assert catalog.OPS["undo"].example == {}
+    assert catalog.IMPORT_CHUNK_CHARS == limits.IMPORT_CHUNK_CHARS
+    assert catalog.MAX_IMPORT_PARTS == limits.MAX_IMPORT_PARTS
 
 
 def test_every_event_kind_the_code_emits_is_documented_and_no_other() -> None:

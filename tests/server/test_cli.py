@@ -9,12 +9,14 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 
 from sync_server.cli import build_parser, main
 from sync_server.ratelimit import RateSpec
+from sync_server.settings import SETTINGS, resolve
 from tests.helpers.server import REPO, connect, create_table, start_subprocess_server
 
 URL_RE = re.compile(r"(http://127\.0\.0\.1:\d+)/#(room=demo&token=\S+)")
@@ -87,14 +89,15 @@ def test_serve_options() -> None:
     ns = build_parser().parse_args(
         ["serve", "--port", "0", "--data-dir", "d", "--rate", "10/15", "--gm-rate", "50"]
     )
-    assert (ns.port, ns.data_dir, ns.rate, ns.gm_rate) == (
+    got = resolve(ns, environ={})
+    assert (got["port"], got["data_dir"], got["rate"], got["gm_rate"]) == (
         0,
-        "d",
+        Path("d"),
         RateSpec(10, 15),
         RateSpec(50, 100),
     )
-    ns = build_parser().parse_args(["serve"])
-    assert (ns.host, ns.port, ns.rate, ns.gm_rate, ns.demo) == (
+    got = resolve(build_parser().parse_args(["serve"]), environ={})
+    assert (got["host"], got["port"], got["rate"], got["gm_rate"], got["demo"]) == (
         "127.0.0.1",
         8765,
         RateSpec(20, 40),
@@ -109,15 +112,19 @@ def test_bad_rate_is_a_usage_error(capsys) -> None:
     assert "rate" in capsys.readouterr().err
 
 
-def test_serve_help_shows_every_default() -> None:
+def test_serve_help_shows_every_default_and_variable() -> None:
     parser = build_parser()
     serve = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[
         "serve"
     ]
     for action in serve._actions:
-        if action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+        if not action.option_strings or action.dest == "help":
             continue
         assert "default" in (action.help or ""), f"{action.option_strings}: no default in help"
     text = " ".join(serve.format_help().split())
     for shown in ("default 127.0.0.1", "default 8765", "default ./vtt-data", "default 20/40"):
         assert shown in text
+    for setting in SETTINGS:
+        if setting.flag_name is not None:
+            assert setting.flag_name in text
+            assert f"env {setting.env_name}" in text, setting.name

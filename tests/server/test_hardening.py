@@ -17,6 +17,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -187,12 +188,15 @@ def _scan_for_tokens(text: str, tokens: list[str]) -> list[str]:
     return [tok for tok in tokens if tok[:12] in text]
 
 
-async def test_no_token_in_a_debug_log_of_a_whole_server_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["text", "json"])
+async def test_no_token_in_a_debug_log_of_a_whole_server_run(tmp_path: Path, fmt: str) -> None:
     """A child server at --log-level DEBUG, through a whole session: admin
     create_room and delete_room, add_user, rotate_token, remove_user,
-    refused hellos, retries. Its whole output holds no token."""
+    refused hellos, retries. Its whole output holds no token, and nothing
+    had to be redacted (the code itself logs none; the filter is a backstop).
+    In JSON, every line it wrote, on stdout and stderr, is one JSON object."""
     data = tmp_path / "data"
-    child = start_subprocess_server(data, "--log-level", "DEBUG")
+    child = start_subprocess_server(data, "--log-level", "DEBUG", "--log-format", fmt)
     tokens: list[str] = [ADMIN_TOKEN]
     try:
         t = await create_table(child.url)
@@ -213,14 +217,42 @@ async def test_no_token_in_a_debug_log_of_a_whole_server_run(tmp_path: Path) -> 
         await admin.ok("delete_room", {"room": "r2"})
         await admin.close()
         await gm.close()
+        health = child.url.replace("ws", "http") + "/healthz"
+
+        def fetch() -> bytes:
+            with urllib.request.urlopen(health, timeout=10) as r:
+                return r.read()
+
+        await asyncio.to_thread(fetch)
         assert child.terminate() == 0
     finally:
         if child.proc.poll() is None:
             child.kill()
     assert child.proc.stdout is not None
     output = "".join(child.output) + child.proc.stdout.read()
-    assert "DEBUG" in output  # the level took effect: there is something to search
+    assert "DEBUG" in output or '"level": "debug"' in output  # the level took effect
     assert _scan_for_tokens(output, tokens) == []
+    assert "[redacted]" not in output
+    if fmt == "json":
+        lines = [json.loads(line) for line in output.splitlines()]  # each line parses
+        events = [line.get("event") for line in lines]
+        assert events[0] == "configuration" and "listening" in events
+        assert lines[0]["settings"]["admin_token"] == "********"
+        opened = [x for x in lines if x.get("event") == "session_opened"]
+        closed = [x for x in lines if x.get("event") == "session_closed"]
+        assert {(x["room"], x["role"]) for x in opened} >= {("r1", "gm"), (None, "admin")}
+        assert len(closed) == len(opened)
+        gm_closed = next(x for x in closed if x["role"] == "gm")
+        assert gm_closed["closed_by"] == "client" and gm_closed["code"] == 1000
+        assert gm_closed["peer"] == "127.0.0.1" and gm_closed["seconds"] >= 0
+        summary = [x for x in lines if x.get("event") == "commands" and x["room"] == "r1"]
+        assert summary and sum(x["total"] for x in summary) >= 7  # summed at shutdown at least
+        assert summary[-1]["counts"]["rotate_token"] == {"ok": 1}
+        assert any(x["level"] == "info" and "hello refused" in x["msg"] for x in lines)
+        http = [x for x in lines if x.get("event") == "http"]
+        assert any(x["path"] == "/healthz" and x["status"] == 200 for x in http)
+        # websockets' per-request lines are DEBUG now, never INFO
+        assert not [x for x in lines if x["level"] == "info" and x["logger"] == "sync_server.http"]
 
 
 # --- crashes --------------------------------------------------------------

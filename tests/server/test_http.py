@@ -4,15 +4,20 @@ files, nothing else (PROTOCOL.md, Transport)."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 
-from sync_server import Server
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from sync_server import Server, __version__
 from sync_server.config import WEB_PACKAGE
 from sync_server.metrics import Metrics
 from sync_server.web import web_files
-from tests.helpers.server import Table, running_server
+from tests.helpers.server import Table, open_ws, running_server
 
 
 def _get(url: str) -> tuple[int, str, bytes]:
@@ -32,7 +37,12 @@ async def test_healthz_counts_rooms_and_connections(vtt_table: Table, vtt_server
     obs = await vtt_table.connect("obs")
     status, ctype, body = await get(vtt_server.http_url + "/healthz")
     assert status == 200 and ctype.startswith("application/json")
-    assert json.loads(body) == {"status": "ok", "rooms": 1, "connections": 2}
+    assert json.loads(body) == {
+        "status": "ok",
+        "version": __version__,
+        "rooms": 1,
+        "connections": 2,
+    }
     await gm.close()
     await obs.close()
 
@@ -110,3 +120,80 @@ def test_hot_path_counts_are_folded_at_each_scrape() -> None:
         assert "vtt_command_seconds_count 3.0" in text
     m.frames(1)
     assert "vtt_frames_sent_total 4.0" in m.render().decode()
+
+
+# --- methods, CORS, draining ----------------------------------------------------
+
+
+def _request(
+    url: str, method: str, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One raw request (any method), read to the end."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.request(method, path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+async def request(url: str, method: str, path: str, **headers: str):
+    return await asyncio.to_thread(_request, url, method, path, headers)
+
+
+async def test_head_is_get_without_a_body(vtt_server: Server) -> None:
+    for path in ("/healthz", "/", "/vtt-sync-client.js", "/nope"):
+        g_status, g_headers, g_body = await request(vtt_server.http_url, "GET", path)
+        h_status, h_headers, h_body = await request(vtt_server.http_url, "HEAD", path)
+        assert h_status == g_status and h_body == b"", path
+        assert h_headers["content-type"] == g_headers["content-type"]
+        assert int(h_headers["content-length"]) == len(g_body) > 0
+
+
+async def test_options_and_other_methods(vtt_server: Server) -> None:
+    status, headers, body = await request(vtt_server.http_url, "OPTIONS", "/")
+    assert status == 204 and body == b""
+    assert headers["allow"] == "GET, HEAD, OPTIONS"
+    assert "access-control-allow-origin" not in headers  # no origin configured
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        status, headers, body = await request(vtt_server.http_url, method, "/healthz")
+        assert status == 405, method
+        assert headers["allow"] == "GET, HEAD, OPTIONS"
+        assert method.encode() in body
+
+
+async def test_cors_for_configured_origins_only(tmp_path) -> None:
+    foundry = "https://foundry.example:30000"
+    async with running_server(tmp_path / "data", allowed_origins={foundry}) as srv:
+        _, headers, body = await request(srv.http_url, "GET", "/vtt-sync-client.js", Origin=foundry)
+        assert headers["access-control-allow-origin"] == foundry
+        assert headers["vary"] == "Origin" and b"VttSyncClient" in body
+        _, headers, _ = await request(
+            srv.http_url, "GET", "/vtt-sync-client.js", Origin="https://evil.example"
+        )
+        assert "access-control-allow-origin" not in headers
+        status, headers, _ = await request(
+            srv.http_url,
+            "OPTIONS",
+            "/vtt-sync-client.js",
+            Origin=foundry,
+            **{"Access-Control-Request-Method": "GET"},
+        )
+        assert status == 204 and headers["access-control-allow-origin"] == foundry
+        assert "GET" in headers["access-control-allow-methods"]
+        # the same list opens the WebSocket to a page of that origin
+        ws = await open_ws(srv.url, origin=foundry)
+        await ws.close()
+        with pytest.raises(InvalidStatus):
+            await open_ws(srv.url, origin="https://evil.example")
+
+
+async def test_healthz_answers_503_while_draining(vtt_server: Server) -> None:
+    vtt_server.draining = True
+    status, _, body = await get(vtt_server.http_url + "/healthz")
+    assert status == 503 and json.loads(body)["status"] == "draining"
+    vtt_server.draining = False
+    status, _, _ = await get(vtt_server.http_url + "/healthz")
+    assert status == 200

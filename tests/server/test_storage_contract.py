@@ -1,7 +1,10 @@
 """The storage contract: what every backend must do, run on every backend.
 
 A new backend passes this suite before anything else uses it: add it to
-`BACKENDS` (a factory that opens a fresh, empty store)."""
+`BACKENDS` (a factory that opens a fresh, empty store). A cluster backend
+(one that implements `ownership.Leases`) serves a room only while it holds
+its claim: `make_room` claims each room it creates, through `leases_for`,
+as the server does for every backend."""
 
 from __future__ import annotations
 
@@ -9,39 +12,51 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 import rules
 from sync_server.auth import hash_token
 from sync_server.memory_store import MemoryStorage
+from sync_server.ownership import Claim, leases_for
+from sync_server.pg_store import PgStorage
 from sync_server.sqlite_store import SqliteStorage
 from sync_server.storage import (
     AdminRecord,
+    RoomExists,
     Storage,
     StorageError,
     VersionConflict,
     VersionRecord,
     replay,
 )
+from sync_server.testing.postgres import empty_tables
 
 
-async def _sqlite(tmp: Path) -> Storage:
+async def _sqlite(tmp: Path, request: pytest.FixtureRequest) -> Storage:
     return SqliteStorage(tmp, "NORMAL", snapshots_kept=2)
 
 
-async def _memory(tmp: Path) -> Storage:
+async def _memory(tmp: Path, request: pytest.FixtureRequest) -> Storage:
     return MemoryStorage(snapshots_kept=2)
 
 
-BACKENDS: dict[str, Callable[[Path], Awaitable[Storage]]] = {
+async def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Storage:
+    dsn = request.getfixturevalue("pg_dsn")  # fails loudly when PostgreSQL is absent
+    await empty_tables(dsn)
+    return PgStorage(dsn, node_id="contract", public_url="ws://contract", snapshots_kept=2)
+
+
+BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], Awaitable[Storage]]] = {
     "sqlite": _sqlite,
     "memory": _memory,
+    "postgres": _postgres,
 }
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 async def store(request, tmp_path) -> AsyncIterator[Storage]:
-    s = await BACKENDS[request.param](tmp_path)
+    s = await BACKENDS[request.param](tmp_path, request)
     await s.open()
     try:
         yield s
@@ -77,6 +92,7 @@ async def make_room(store: Storage, room: str = "r1", token: str = "gm-token") -
         hash_token(token),
         AdminRecord(f"mk-{room}-{token}", "create_room", {}, {}, 0),
     )
+    assert isinstance(await leases_for(store).claim(room), Claim)
     return state
 
 
@@ -174,6 +190,56 @@ async def test_token_changes_travel_with_their_version(store: Storage) -> None:
     assert await store.find_token(hash_token("new")) is None
 
 
+async def test_token_changes_within_one_batch_apply_in_order(store: Storage) -> None:
+    await make_room(store)
+    await store.commit(
+        "r1",
+        [
+            record(1, token_set=(("u2", hash_token("a")), ("u3", hash_token("b")))),
+            record(2, token_del=("u2",)),
+            record(3, token_set=(("u3", hash_token("c")),)),
+            record(4, token_del=("u4",), token_set=(("u4", hash_token("d")),)),  # del, then set
+        ],
+        None,
+        0,
+    )
+    found = [await store.find_token(hash_token(t)) for t in ("a", "b", "c", "d")]
+    assert found == [None, None, ("r1", "u3"), ("r1", "u4")]
+
+
+async def test_a_batch_with_every_kind_of_change_lands_whole_or_not_at_all(store: Storage) -> None:
+    await make_room(store)
+    state = (await load(store)).state
+    await store.commit("r1", [record(1), record(2)], None, 0)
+    batch = [
+        record(3, undoable=False, undoes=2, token_set=(("u2", hash_token("p")),)),
+        record(4, undoable=False, token_del=("u1",)),
+    ]
+    with pytest.raises(VersionConflict):  # stale head: none of it
+        await store.commit("r1", batch, (4, {**state, "clock": 4}), 1)
+    assert (await store.undo_target("r1")).v == 2
+    assert await store.find_token(hash_token("gm-token")) == ("r1", "u1")
+    assert await store.find_token(hash_token("p")) is None
+    await store.commit("r1", batch, (4, {**state, "clock": 4}), 2)
+    assert (await store.undo_target("r1")).v == 1
+    assert await store.find_token(hash_token("gm-token")) is None
+    assert await store.find_token(hash_token("p")) == ("r1", "u2")
+    stored = await store.load_room("r1", 0, 1000)
+    assert stored.snapshot_v == 4 and stored.snapshot["clock"] == 4
+
+
+async def test_creating_a_room_that_exists_is_refused_and_changes_nothing(store: Storage) -> None:
+    await make_room(store)
+    await store.commit("r1", [record(1)], None, 0)
+    with pytest.raises(StorageError):
+        await store.create_room(
+            "r1", {}, "u9", hash_token("other"), AdminRecord("mk-again", "create_room", {}, {}, 0)
+        )
+    assert (await load(store)).v == 1
+    assert await store.find_token(hash_token("other")) is None
+    assert await store.admin_result("mk-again") is None
+
+
 async def test_undo_targets_walk_back_past_undone_and_undoable_false(store: Storage) -> None:
     await make_room(store)
     await store.commit("r1", [record(1), record(2, undoable=False)], None, 0)
@@ -211,3 +277,82 @@ async def test_what_a_backend_returns_is_the_callers_own(store: Storage) -> None
     first.log[0].ops.append(["set", ["x"], 1])
     again = await load(store)
     assert again.state["name"] == "Room" and "x" not in again.state
+
+
+# --- whole rooms: export and import (backups, moving a room) ------------------
+
+
+async def _undo_room(store: Storage) -> None:
+    """r1 with a log, a snapshot past v0, an undone version and two users' tokens."""
+    await make_room(store)
+    state = (await load(store)).state
+    await store.commit("r1", [record(1, token_set=(("u2", hash_token("p-token")),))], None, 0)
+    await store.commit("r1", [record(2), record(3, undoable=False)], (3, {**state, "clock": 3}), 1)
+    await store.commit("r1", [record(4, undoable=False, undoes=2)], None, 3)
+
+
+async def test_an_exported_room_imports_to_the_same_room(store: Storage) -> None:
+    await _undo_room(store)
+    before = await load(store)
+    dump = await store.export_room("r1")
+    assert dump is not None and (dump.head, dump.snapshot_v) == (4, 3)
+    assert [r.v for r in dump.versions] == [1, 2, 3, 4] and dump.undone == {2}
+    assert dump.tokens == {"u1": hash_token("gm-token"), "u2": hash_token("p-token")}
+    assert dump.versions[0].token_set == ()  # the hashes travel in `tokens` only
+    await store.delete_room("r1", AdminRecord("del", "delete_room", {}, {}, 0))
+    assert await store.find_token(hash_token("p-token")) is None
+    await store.import_room(dump, AdminRecord("imp", "import_room", {}, {"room": "r1"}, 0))
+    after = await load(store)
+    assert (after.v, after.state) == (before.v, before.state)
+    assert [(d.user, d.cmd_id, d.v) for d in after.dedup] == [
+        (d.user, d.cmd_id, d.v) for d in before.dedup
+    ]
+    assert [p.frame() for p in await store.patches("r1", 0, 4)] == [
+        p.frame() for p in before.recent
+    ]
+    target = await store.undo_target("r1")  # v2 was undone; v3 and v4 are not undoable
+    assert target is not None and target.v == 1
+    assert await store.find_token(hash_token("p-token")) == ("r1", "u2")
+    assert (await store.admin_result("imp")).op == "import_room"
+    again = await store.export_room("r1")
+    assert again == dump  # nothing lost on the way, the creation time included
+
+
+async def test_import_refuses_an_existing_room_unless_replace(store: Storage) -> None:
+    await _undo_room(store)
+    dump = await store.export_room("r1")
+    await store.commit("r1", [record(5)], None, 4)
+    with pytest.raises(RoomExists):
+        await store.import_room(dump, AdminRecord("imp1", "import_room", {}, {}, 0))
+    assert (await load(store)).v == 5  # untouched
+    assert await store.admin_result("imp1") is None
+    await store.commit("r1", [record(6, token_set=(("u3", hash_token("late")),))], None, 5)
+    await store.import_room(dump, AdminRecord("imp2", "import_room", {}, {}, 0), replace=True)
+    assert (await load(store)).v == 4  # back to the exported head
+    assert await store.find_token(hash_token("late")) is None  # the old room's tokens went
+    # A replaced room is served afresh (cluster: claimed again, a new epoch).
+    assert isinstance(await leases_for(store).claim("r1"), Claim)
+    await store.commit("r1", [record(5, "again")], None, 4)  # and it goes on from there
+
+
+async def test_import_refuses_a_token_hash_of_another_room(store: Storage) -> None:
+    await _undo_room(store)
+    dump = await store.export_room("r1")
+    moved = attrs.evolve(dump, room="r9")
+    with pytest.raises(StorageError, match="already used"):
+        await store.import_room(moved, AdminRecord("imp", "import_room", {}, {}, 0))
+    assert await store.room_ids() == {"r1"} and await store.admin_result("imp") is None
+    assert await store.export_room("nope") is None
+    await store.import_room(
+        attrs.evolve(moved, tokens={}), AdminRecord("imp", "import_room", {}, {}, 0)
+    )
+    assert (await load(store, "r9")).state == (await load(store)).state
+
+
+async def test_an_export_is_the_callers_own(store: Storage) -> None:
+    await _undo_room(store)
+    dump = await store.export_room("r1")
+    dump.snapshot["name"] = "changed"
+    dump.versions[0].ops.append(["set", ["x"], 1])
+    again = await store.export_room("r1")
+    assert again.snapshot["name"] == "Room" and ["set", ["x"], 1] not in again.versions[0].ops
