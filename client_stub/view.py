@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import Any
 
@@ -12,7 +13,15 @@ from rich.text import Text
 
 from client_stub.events import EventText, Names, format_clock, format_duration
 
-__all__ = ["WatchView", "format_clock", "format_duration", "format_event"]
+__all__ = [
+    "WatchView",
+    "char_sort_key",
+    "current_char",
+    "format_clock",
+    "format_duration",
+    "format_event",
+    "numbers_hidden",
+]
 
 COND_STYLE = {
     "conscious": "green",
@@ -29,6 +38,48 @@ STATUS_STYLE = {
     "failed": "bold red",
     "closed": "dim",
 }
+
+
+# What the GM's view says of a character that the players see less of
+# (docs/views.md): the `shown` setting, in words.
+SHOWN_NOTES = {
+    "status": "shown: status (others see no numbers)",
+    "hidden": "shown: hidden (others cannot see it)",
+}
+NO_NUMBERS = "status only: no numbers shown"
+_ID_NUMBER = re.compile(r"(\d+)$")
+
+
+def numbers_hidden(c: dict[str, Any]) -> bool:
+    """Is this a character the viewer sees at the `status` level only (name,
+    owner, level, condition, `shown`; no PV/PE/PP, no maxima)? Decided by
+    what the dict holds, not by `shown`: the GM and the owner see a `status`
+    character in full."""
+    return "pv_max" not in c
+
+
+def char_sort_key(item: tuple[str, dict[str, Any]]) -> tuple[float, str, str]:
+    """The table's order: by `seq`, which a `status` character does not carry;
+    then by the number of its id (ids are `c<n>`, handed out in that order),
+    then by name and id, so that partial states still sort stably."""
+    cid, c = item
+    seq = c.get("seq")
+    if not isinstance(seq, int):
+        m = _ID_NUMBER.search(str(cid))
+        seq = int(m.group(1)) if m else None
+    return (float("inf") if seq is None else seq, str(c.get("name", "")), str(cid))
+
+
+def current_char(combat: dict[str, Any] | None) -> str | None:
+    """The id whose turn it is, or None: no combat, or `turn` is null (a
+    character the viewer cannot see is acting) or out of the order."""
+    if not combat:
+        return None
+    order = combat.get("order") or []
+    turn = combat.get("turn")
+    if isinstance(turn, int) and not isinstance(turn, bool) and 0 <= turn < len(order):
+        return order[turn]
+    return None
 
 
 def _name(state: dict[str, Any] | None, cid: Any) -> str:
@@ -118,6 +169,23 @@ class WatchView:
         found = [e for e in self.events if e.get("v") == v]
         return found or None
 
+    @staticmethod
+    def _notes(c: dict[str, Any], state: dict[str, Any]) -> list[str]:
+        """A fully seen character's notes: rest, dying, nonlethal, healer."""
+        notes = []
+        if c.get("activity"):
+            act = c["activity"]
+            left = format_duration(act.get("ends", 0) - state.get("clock", 0))
+            notes.append(f"{REST_NAMES.get(act.get('kind'), act.get('kind'))}, {left} left")
+        dying = dying_note(c, state)
+        if dying:
+            notes.append(dying)
+        if c.get("nonlethal"):
+            notes.append("nonlethal")
+        if c.get("healer"):
+            notes.append(f"tended by {_name(state, c['healer'])}")
+        return notes
+
     def render(self) -> Group:
         state = self.state or {}
         self.names.update(state)
@@ -138,7 +206,8 @@ class WatchView:
             head.append(f"   as {me} ({self.role})", style="dim")
 
         combat = state.get("combat")
-        current = combat["order"][combat["turn"]] if combat else None
+        current = current_char(combat)
+        gm_view = self.role in ("gm", "admin")
         chars = Table(expand=True, box=None, pad_edge=False, header_style="bold dim")
         chars.add_column("", width=1, no_wrap=True)
         chars.add_column("Character", min_width=10, ratio=1)
@@ -147,29 +216,26 @@ class WatchView:
             chars.add_column(col, no_wrap=True)
         chars.add_column("Notes", ratio=2)
         users = state.get("users") or {}
-        characters = sorted(
-            (state.get("characters") or {}).items(), key=lambda kv: kv[1].get("seq", 0)
-        )
+        characters = sorted((state.get("characters") or {}).items(), key=char_sort_key)
         for cid, c in characters:
-            notes = []
-            if c.get("activity"):
-                act = c["activity"]
-                left = format_duration(act.get("ends", 0) - state.get("clock", 0))
-                notes.append(f"{REST_NAMES.get(act.get('kind'), act.get('kind'))}, {left} left")
-            dying = dying_note(c, state)
-            if dying:
-                notes.append(dying)
-            if c.get("nonlethal"):
-                notes.append("nonlethal")
-            if c.get("healer"):
-                notes.append(f"tended by {_name(state, c['healer'])}")
             owner = c.get("owner")
             who = Text(str(c.get("name", cid)), style="bold")
             who.append(f" {cid}", style="dim")  # the id every command names
-            who.append(f"\n{users.get(owner, {}).get('name', owner) if owner else 'GM'}", "dim")
-            cond = Text(str(c.get("condition")), style=COND_STYLE.get(c.get("condition"), ""))
+            owner_name = users.get(owner, {}).get("name", owner) if owner else "GM"
+            level = f" · lv {c['level']}" if c.get("level") is not None else ""
+            who.append(f"\n{owner_name}{level}", "dim")
+            cond = Text(str(c.get("condition", "?")), style=COND_STYLE.get(c.get("condition"), ""))
+            marker = Text("▶", style="bold cyan") if cid == current else Text("")
+            if numbers_hidden(c):
+                dash = Text("·", style="dim")
+                note = Text(NO_NUMBERS, style="dim italic")
+                chars.add_row(marker, who, cond, dash, dash, dash, note)
+                continue
+            notes = self._notes(c, state)
+            if gm_view and c.get("shown") in SHOWN_NOTES:
+                notes.append(SHOWN_NOTES[c["shown"]])
             chars.add_row(
-                Text("▶", style="bold cyan") if cid == current else Text(""),
+                marker,
                 who,
                 cond,
                 _bar(c.get("pv", 0), c.get("pv_max", 0), BAR_STYLE["pv"]),
@@ -185,8 +251,10 @@ class WatchView:
             for i, cid in enumerate(combat.get("order") or []):
                 if i:
                     order.append(" → ", style="dim")
-                style = "bold reverse cyan" if i == combat.get("turn") else ""
+                style = "bold reverse cyan" if cid == current else ""
                 order.append(f" {_name(state, cid)} ", style=style)
+            if current is None:
+                order.append("   someone you cannot see is acting", style="italic yellow")
         else:
             order = Text("no combat", style="dim")
 

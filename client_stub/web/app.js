@@ -39,6 +39,43 @@ const ERROR_TITLES = {
   timeout: "No answer from the server",
 };
 
+// --- views -------------------------------------------------------------------
+// Each character has `shown` (full | status | hidden). A viewer who may see
+// only the status of a character gets name, owner, shown, level and condition,
+// nothing else; a hidden one is absent from their state, and `combat.turn` is
+// null while it acts (docs/views.md).
+
+const NO_NUMBERS = "status only · no numbers shown";
+const OWN_SHOWN_NOTES = { status: "others see its status only", hidden: "hidden from others" };
+
+/** Does this viewer see the character at the status level only (no numbers)?
+ * Read from what the state holds: the GM and the owner see a `status` one in full. */
+function numbersHidden(c) {
+  return !("pv_max" in c);
+}
+
+/** The id whose turn it is; null without combat or while someone unseen acts. */
+function currentOf(combat) {
+  if (!combat) return null;
+  const t = combat.turn;
+  return Number.isInteger(t) && t >= 0 && t < combat.order.length ? combat.order[t] : null;
+}
+
+/** The table's order: by seq, which a status character lacks; then by the
+ * number of its id (c<n>, handed out in that order), then by name and id. */
+function seqOf(id, c) {
+  if (Number.isInteger(c.seq)) return c.seq;
+  const m = /(\d+)$/.exec(id);
+  return m ? Number(m[1]) : Number.POSITIVE_INFINITY;
+}
+
+function byTableOrder([ida, a], [idb, b]) {
+  const sa = seqOf(ida, a);
+  const sb = seqOf(idb, b);
+  if (sa !== sb) return sa < sb ? -1 : 1;
+  return String(a.name).localeCompare(String(b.name)) || (ida < idb ? -1 : ida > idb ? 1 : 0);
+}
+
 // --- formatting --------------------------------------------------------------
 
 const REST_NAMES = { short: "Short rest", night: "Night's rest", bed: "Bed rest" };
@@ -171,12 +208,28 @@ function setBar(stat, cur, max) {
   stat.classList.toggle("low", max > 0 && cur / max <= 0.25);
 }
 
+/** A bar that shows nothing: a status character's (no number left behind). */
+function clearBar(stat) {
+  $(".fill", stat).style.width = "0%";
+  $(".value", stat).textContent = "";
+  delete stat.dataset.value;
+  delete stat.dataset.max;
+  stat.classList.remove("low");
+}
+
 function makeCard(id) {
   const card = $("#char-template").content.firstElementChild.cloneNode(true);
   card.dataset.char = id;
   card.addEventListener("click", (ev) => {
     const btn = ev.target.closest("button[data-action]");
     if (btn) onCardAction(id, btn.dataset.action, card, btn);
+  });
+  const pick = $(".shown-pick", card);
+  pick.addEventListener("change", () => {
+    const c = client.state?.characters?.[id];
+    if (c && pick.value !== (c.shown ?? "full")) {
+      run("update_character", { char: id, set: { shown: pick.value } }, pick, $(".card-result", card));
+    }
   });
   return card;
 }
@@ -228,7 +281,7 @@ function onCardAction(id, action, card, btn) {
 
 /** When a dying character next loses a PP (D5), in words. */
 function dyingNote(c, state) {
-  if (c.condition !== "dying") return "";
+  if (c.condition !== "dying" || numbersHidden(c)) return "";
   if (c.dying_next === null || c.dying_next === undefined) {
     return c.dying_fresh ? "loses 1 PP at the end of its next turn" : "loses 1 PP at the end of its turn";
   }
@@ -244,11 +297,29 @@ function updateCard(card, id, c, state) {
   cond.textContent = c.condition;
   cond.className = `condition badge cond-${c.condition}`;
   card.dataset.condition = c.condition;
-  setBar($(".pv", card), c.pv, c.pv_max);
-  setBar($(".pe", card), c.pe, c.pe_max);
-  setBar($(".pp", card), c.pp, c.pp_max);
+  card.dataset.shown = c.shown ?? "full";
+  const partial = numbersHidden(c);
+  card.classList.toggle("status-only", partial);
+  $(".bars", card).hidden = partial;
+  const noNumbers = $(".no-numbers", card);
+  noNumbers.hidden = !partial;
+  noNumbers.textContent = partial ? NO_NUMBERS : "";
+  if (partial) for (const k of ["pv", "pe", "pp"]) clearBar($(`.${k}`, card));
+  else {
+    setBar($(".pv", card), c.pv, c.pv_max);
+    setBar($(".pe", card), c.pe, c.pe_max);
+    setBar($(".pp", card), c.pp, c.pp_max);
+  }
+  // who sees it: the GM sets it; an owner is told when others see less
+  const pick = $(".shown-pick", card);
+  pick.hidden = !isGM();
+  if (isGM() && document.activeElement !== pick) pick.value = c.shown ?? "full";
+  const ownNote = !isGM() && c.owner && c.owner === client.user ? OWN_SHOWN_NOTES[c.shown] : undefined;
+  const shownNote = $(".shown-note", card);
+  shownNote.hidden = !ownNote;
+  shownNote.textContent = ownNote ?? "";
   const combat = state.combat;
-  const current = combat ? combat.order[combat.turn] : null;
+  const current = currentOf(combat);
   card.classList.toggle("current-turn", current === id);
   card.classList.toggle("mine", !!c.owner && c.owner === client.user);
 
@@ -284,7 +355,7 @@ function updateCard(card, id, c, state) {
   const dead = c.condition === "dead";
   $(".gm-only", card).hidden = !isGM();
   const own = $(".owner-only", card);
-  own.hidden = !canAct(c) || dead;
+  own.hidden = !canAct(c) || dead || partial;
   $('[data-action="stabilize"]', card).hidden = c.condition !== "dying";
   $('[data-action="stay_in_fight"]', card).hidden = c.condition !== "stable";
   const inCombat = !!combat && combat.order.includes(id);
@@ -316,7 +387,7 @@ function updateCard(card, id, c, state) {
 function helpers(state, id) {
   return Object.entries(state.characters)
     .filter(([hid, h]) => hid !== id && h.condition === "conscious" && canAct(h))
-    .sort((a, b) => (a[1].seq ?? 0) - (b[1].seq ?? 0));
+    .sort(byTableOrder);
 }
 
 // Refill a <select> of characters only when its options change (keeps the choice).
@@ -339,7 +410,7 @@ function orderedCharacters(state) {
       const mb = b[1].owner === client.user ? 0 : 1;
       if (ma !== mb) return ma - mb;
     }
-    return (a[1].seq ?? 0) - (b[1].seq ?? 0);
+    return byTableOrder(a, b);
   });
 }
 
@@ -374,15 +445,27 @@ function renderCharacters(state) {
 function renderTurn(state) {
   const combat = state.combat;
   const banner = $("#turn-banner");
-  const current = combat ? combat.order[combat.turn] : null;
+  const current = currentOf(combat);
   const c = current ? state.characters[current] : null;
-  if (!combat || !c) {
+  if (!combat) {
     banner.hidden = true;
     delete banner.dataset.mine;
+    delete banner.dataset.char;
+    delete banner.dataset.unseen;
+    return;
+  }
+  banner.hidden = false;
+  if (!c) {
+    // a character this viewer cannot see is acting (its turn is null in their view)
+    banner.dataset.mine = "false";
+    banner.dataset.unseen = "true";
+    delete banner.dataset.char;
+    $("#turn-text").textContent = `Turn: someone you cannot see (round ${combat.round})`;
+    $("#turn-end").hidden = true;
     return;
   }
   const mine = isMine(c);
-  banner.hidden = false;
+  delete banner.dataset.unseen;
   banner.dataset.mine = String(mine);
   banner.dataset.char = current;
   $("#turn-text").textContent = mine
@@ -401,25 +484,27 @@ function renderCombat(state) {
   $("#combat-round").textContent = combat ? `Round ${combat.round}` : "";
   const list = $("#combat-order");
   list.replaceChildren();
+  const current = currentOf(combat);
   if (combat) {
     combat.order.forEach((id, i) => {
       const c = state.characters[id];
-      const li = el("li", i === combat.turn ? "combatant current" : "combatant");
+      const now = id === current;
+      const li = el("li", now ? "combatant current" : "combatant");
       li.dataset.char = id;
-      if (i === combat.turn) li.setAttribute("aria-current", "true");
-      li.append(el("span", "turn-marker", i === combat.turn ? "▶" : String(i + 1)));
-      li.append(el("span", "cname", c ? c.name : id));
+      if (now) li.setAttribute("aria-current", "true");
+      li.append(el("span", "turn-marker", now ? "▶" : String(i + 1)));
+      li.append(el("span", "cname", c ? c.name : charName(id)));
       if (c) {
         li.append(el("span", `badge small cond-${c.condition}`, c.condition));
-        li.append(el("span", "mini muted", `PV ${c.pv}/${c.pv_max}`));
+        if (!numbersHidden(c)) li.append(el("span", "mini muted", `PV ${c.pv}/${c.pv_max}`));
       }
       list.append(li);
     });
   }
-  const current = combat ? combat.order[combat.turn] : null;
+  $("#combat-unseen").hidden = !combat || current !== null;
   const currentChar = current ? state.characters[current] : null;
   const endTurn = $("#end-turn");
-  endTurn.hidden = !combat || !(isGM() || (currentChar && currentChar.owner === client.user));
+  endTurn.hidden = !combat || !currentChar || !(isGM() || currentChar.owner === client.user);
   endTurn.textContent = currentChar ? `End ${currentChar.name}'s turn` : "End turn";
   $("#combat-end").hidden = !combat || !isGM();
 
@@ -430,7 +515,7 @@ function renderCombat(state) {
 
 function renderSetup(state) {
   const ids = Object.entries(state.characters || {})
-    .sort((a, b) => (a[1].seq ?? 0) - (b[1].seq ?? 0))
+    .sort(byTableOrder)
     .map(([id]) => id);
   if (!setupOrder) setupOrder = ids.map((id) => ({ id, on: state.characters[id].condition !== "dead" }));
   setupOrder = setupOrder.filter((x) => ids.includes(x.id));
@@ -504,13 +589,17 @@ function renderTableSetup(state) {
       return li;
     }),
   );
-  const chars = Object.entries(state.characters || {}).sort((a, b) => (a[1].seq ?? 0) - (b[1].seq ?? 0));
+  const chars = Object.entries(state.characters || {}).sort(byTableOrder);
   $("#setup-chars").replaceChildren(
     ...chars.map(([cid, c]) => {
       const li = el("li", "setup-char");
       li.dataset.char = cid;
       li.append(el("span", "person-name", c.name), el("code", "char-id", cid));
       li.append(el("span", "muted small", ` ${c.owner ? userName(c.owner) : "GM"}`));
+      const shown = c.shown ?? "full";
+      const badge = el("span", `badge small shown-badge shown-${shown}`, shown);
+      badge.title = "Who sees it: full (everyone), status (others: name and condition), hidden (others: nothing)";
+      li.append(badge);
       const edit = el("button", "icon", "Edit");
       edit.dataset.action = "edit";
       const remove = el("button", "icon danger", "Remove");
@@ -627,11 +716,12 @@ function openCharForm(cid) {
   );
   form.reset();
   $$(".edit-only", form).forEach((n) => (n.hidden = cid === null));
+  $$(".create-only", form).forEach((n) => (n.hidden = cid !== null));
   $("#char-form-title").textContent = cid === null ? "New character" : `Edit ${charName(cid)} (${cid})`;
   $("#char-save").textContent = cid === null ? "Create" : "Save";
   if (cid !== null) {
     const c = state.characters[cid];
-    const values = { ...c, ...c.abilities, pe_max: c.pe_max_base ?? c.pe_max, owner: c.owner ?? "" };
+    const values = { ...c, ...c.abilities, pe_max: c.pe_max_base ?? c.pe_max, owner: c.owner ?? "", shown: c.shown ?? "full" };
     for (const input of form.elements) if (input.name && input.name in values) input.value = String(values[input.name]);
   }
   $("#char-dialog").showModal();
@@ -650,6 +740,7 @@ function readCharForm(form) {
     abilities: Object.fromEntries(ABILITIES.map((a) => [a, num(a)])),
     owner: form.owner.value || null,
   };
+  if (form.shown.value) sheet.shown = form.shown.value; // "": the default (creation only)
   if (editing !== null) for (const k of ["pv", "pe", "pp"]) sheet[k] = num(k);
   return sheet;
 }
@@ -763,6 +854,7 @@ function eventItem(ev, patch) {
 
 /** Newest patch first; the events of one patch in their order. */
 function addPatch(patch) {
+  names.update(client.state); // the state already holds the patch: names of newcomers
   remember(patch);
   const events = patch.events || [];
   if (!events.length) return;
@@ -801,7 +893,8 @@ function setStatus(status, detail) {
 function endCurrentTurn(button) {
   const combat = client?.state?.combat;
   if (!combat) return;
-  run("end_turn", { char: combat.order[combat.turn], round: combat.round }, button);
+  const current = currentOf(combat);
+  if (current) run("end_turn", { char: current, round: combat.round }, button);
 }
 
 function wireControls() {

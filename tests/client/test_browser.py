@@ -474,16 +474,18 @@ async def test_every_event_reads_the_same_on_the_page_as_in_python(
     browser: Any, table: LiveTable
 ) -> None:
     """The page and the Python view read one table of texts: the same
-    sentence for every event kind's example and for every event of the tour."""
+    sentence for every event kind's example and for every event of the tour,
+    whole and as a viewer of `status` characters gets them."""
     from client_stub.events import EventText
     from rules import catalog
-    from tests.client.test_events import example_names
+    from tests.client.test_events import example_names, status_tour
     from tests.helpers.tour import tour
 
     names = example_names()
     undone = {28: [catalog.EVENTS["roll"].example]}
     samples = [doc.example for doc in catalog.EVENTS.values()]
     samples += [ev for step in tour() for ev in step.events]
+    samples += [ev for _, events in status_tour() for ev in events]  # partial events
     samples += [{"kind": "undo", "undone": 29, "op": "damage", "by": "u2"}]
     expected = [EventText(names, history=undone.get).sentence(ev) for ev in samples]
     page = await open_page(browser, table.page("obs"))
@@ -531,3 +533,142 @@ async def test_admin_page_creates_a_room_whose_gm_link_opens_it(
     await expect(gm.locator("#whoami")).to_have_text("GM · gm")
     await expect(gm.locator("#setup")).to_have_attribute("open", "")  # empty: setup first
     assert gm.js_errors == []
+
+
+# Distinctive values of the characters a player must not read (docs/views.md).
+SENTRY = {"name": "Sentry Gob", "level": 2, "pv_max": 9973, "pe_max": 8861, "pp_max": 3}
+UNSEEN = "Zephyrine the unseen"
+SECRETS = ("9973", "8861", "8856", "7717")  # 8856: the sentry's PE after 5 damage
+
+
+async def page_holds_none(page: Any, *needles: str) -> None:
+    """Neither the page's text nor its DOM (attributes, select options,
+    hidden nodes) holds any of `needles`."""
+    text = await page.inner_text("body")
+    dom = await page.content()
+    for needle in needles:
+        assert needle not in text, f"{needle!r} in the page text"
+        assert needle not in dom, f"{needle!r} in the DOM"
+
+
+async def test_views_a_player_page_shows_no_number_of_a_status_npc_and_nothing_hidden(
+    browser: Any, table: LiveTable
+) -> None:
+    """A `status` NPC with distinctive numbers and a `hidden` one with a
+    distinctive name: the GM's page shows both in full; the player's shows
+    the NPC's name and condition only and nothing of the hidden one, whose
+    turn reads "someone you cannot see"; the GM shows it from the page and
+    the player's page gets it (status: still no number)."""
+    from playwright.async_api import expect
+
+    abilities = {a: 10 for a in ("str", "dex", "con", "int", "wis", "cha")}
+    sheet = {"medicine": 0, "abilities": abilities}
+    async with Client(table.url, table.token("gm"), ROOM) as gm:
+        sentry = (await gm.command("add_character", shown="status", **sheet, **SENTRY))["result"]
+        unseen = await gm.command(
+            "add_character",
+            name=UNSEEN, level=5, pv_max=7717, pe_max=10, pp_max=2, shown="hidden", **sheet,
+        )  # fmt: skip
+        sentry, unseen = sentry["char"], unseen["result"]["char"]
+        await gm.command("damage", char=sentry, amount=5)  # PE 8856, an event the player reads
+        await gm.command("combat_start", order=[unseen, "c1", sentry])  # the unseen one acts
+
+    gm_page = await open_page(browser, table.page("gm"))
+    player = await open_page(browser, table.page("p1"))
+    sentry_sel, unseen_sel = f'[data-char="{sentry}"]', f'[data-char="{unseen}"]'
+
+    # the GM: everything, with each character's `shown`
+    gm_sentry = gm_page.locator(f"#characters {sentry_sel}")
+    await expect(gm_sentry.locator(".pv .value")).to_have_text("9973 / 9973")
+    await expect(gm_sentry.locator(".shown-pick")).to_have_value("status")
+    gm_unseen = gm_page.locator(f"#characters {unseen_sel}")
+    await expect(gm_unseen.locator(".name")).to_have_text(UNSEEN)
+    await expect(gm_unseen.locator(".shown-pick")).to_have_value("hidden")
+    await expect(gm_page.locator('#characters [data-char="c1"] .shown-pick')).to_have_value("full")
+    await expect(gm_page.locator("#combat-order li.current")).to_have_attribute("data-char", unseen)
+    await expect(gm_page.locator("#combat-unseen")).to_be_hidden()
+    await gm_page.click("#setup summary")
+    badge = gm_page.locator(f"#setup-chars {unseen_sel} .shown-badge")
+    await expect(badge).to_have_text("hidden")
+
+    # the player: the sentry's name, level and condition, no number
+    card = player.locator(f"#characters {sentry_sel}")
+    await expect(card.locator(".name")).to_have_text("Sentry Gob")
+    await expect(card.locator(".condition")).to_have_text("conscious")
+    await expect(card.locator(".level")).to_have_text("Level 2")
+    await expect(card.locator(".no-numbers")).to_have_text("status only · no numbers shown")
+    await expect(card.locator(".bars")).to_be_hidden()
+    await expect(card.locator("button:visible, select:visible")).to_have_count(0)
+    await expect(card.locator(".shown-pick")).to_be_hidden()
+    feed = player.locator(f'#feed li.event[data-char="{sentry}"][data-kind="damage"]')
+    await expect(feed).to_have_text(re.compile(r"^Sentry Gob is hit"))
+    # nothing of the hidden one: no card, not in the combat order, no name anywhere
+    await expect(player.locator(unseen_sel)).to_have_count(0)
+    await expect(player.locator("#combat-order li")).to_have_count(2)
+    await expect(player.locator("#combat-order li.current")).to_have_count(0)
+    await expect(player.locator("#combat-unseen")).to_be_visible()
+    banner = player.locator("#turn-banner")
+    await expect(banner).to_have_attribute("data-unseen", "true")
+    await expect(banner).to_contain_text("Turn: someone you cannot see (round 1)")
+    await expect(player.locator("#turn-end")).to_be_hidden()
+    await page_holds_none(player, *SECRETS, UNSEEN)
+    mirror = await player.evaluate("JSON.stringify(window.vttClient.state)")
+    assert not any(s in mirror for s in (*SECRETS, UNSEEN))
+    await shot(gm_page, "page-gm-views")
+    await shot(player, "page-player-views")
+
+    # the GM shows the unseen one (status) from its card: the player's page gets it
+    await gm_unseen.locator(".shown-pick").select_option("status")
+    now = player.locator(f"#characters {unseen_sel}")
+    await expect(now.locator(".name")).to_have_text(UNSEEN, timeout=SYNC_MS)
+    await expect(now.locator(".condition")).to_have_text("conscious")
+    await expect(now.locator(".no-numbers")).to_be_visible()
+    await expect(player.locator("#combat-order li.current")).to_have_attribute("data-char", unseen)
+    await expect(player.locator("#combat-unseen")).to_be_hidden()
+    await expect(banner).to_contain_text(f"{UNSEEN}'s turn (round 1)")
+    await page_holds_none(player, *SECRETS)
+    _, state = await table.state()
+    assert state["characters"][unseen]["shown"] == "status"
+    await expect(badge).to_have_text("status", timeout=SYNC_MS)
+    assert gm_page.js_errors == [] and player.js_errors == []
+
+
+async def test_views_the_gm_creates_a_hidden_character_from_the_form_and_shows_it(
+    browser: Any, table: LiveTable
+) -> None:
+    """The character form offers `shown`: a character created hidden never
+    reaches the player's page; set to `full` in the form, its numbers do."""
+    from playwright.async_api import expect
+
+    gm = await open_page(browser, table.page("gm"))
+    player = await open_page(browser, table.page("p1"))
+    await gm.click("#setup summary")
+    await gm.click("#new-char")
+    form = gm.locator("#char-form")
+    await expect(form.locator('[name="shown"]')).to_have_value("")  # the owner's default
+    fields = {"name": "Quillon", "pv_max": "6151", "pe_max": "3", "pp_max": "1"}
+    for name, value in fields.items():
+        await form.locator(f'[name="{name}"]').fill(value)
+    await form.locator('[name="shown"]').select_option("hidden")
+    await form.locator("#char-save").click()
+    await expect(gm.locator("#char-dialog")).to_be_hidden(timeout=SYNC_MS)
+    _, state = await table.state()
+    cid, c = next((k, c) for k, c in state["characters"].items() if c["name"] == "Quillon")
+    assert c["shown"] == "hidden"
+    gm_card = gm.locator(f'#characters [data-char="{cid}"]')
+    await expect(gm_card.locator(".pv .value")).to_have_text("6151 / 6151")
+    v, _ = await table.state()
+    await expect(player.locator("#version")).to_have_text(f"v{v}", timeout=SYNC_MS)
+    await page_holds_none(player, "Quillon", "6151")
+    await expect(player.locator(f'[data-char="{cid}"]')).to_have_count(0)
+
+    # the form shows the setting and changes it
+    await gm.click(f'#setup-chars [data-char="{cid}"] button[data-action="edit"]')
+    await expect(form.locator('[name="shown"]')).to_have_value("hidden")
+    await form.locator('[name="shown"]').select_option("full")
+    await form.locator("#char-save").click()
+    card = player.locator(f'#characters [data-char="{cid}"]')
+    await expect(card.locator(".pv .value")).to_have_text("6151 / 6151", timeout=SYNC_MS)
+    await expect(card.locator(".no-numbers")).to_be_hidden()
+    await expect(gm_card.locator(".shown-pick")).to_have_value("full")
+    assert gm.js_errors == [] and player.js_errors == []

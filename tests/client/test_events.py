@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
 from client_stub.events import TEXTS, EventText, Names
-from rules import catalog
+from rules import Viewer, catalog, view_events
 from tests.helpers.tour import tour
 
 RAW = re.compile(r"\w=\S|\{|\}|\bNone\b|\bu\d+\b|\?|\w_\w")  # key=value, placeholders, ids
@@ -132,3 +133,46 @@ def test_the_table_is_valid_json_with_the_documented_rule_shapes() -> None:
     for rule in [*TEXTS["events"].values(), TEXTS["unknown"]]:
         walk(rule)
     json.dumps(TEXTS)
+
+
+def _as_status(state: dict[str, Any]) -> dict[str, Any]:
+    chars = {cid: {**c, "shown": "status"} for cid, c in state["characters"].items()}
+    return {**state, "characters": chars}
+
+
+def status_tour() -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The tour's steps as an observer gets their events when every character
+    is `status` (rules.view: kind and char only, plus from/to/cause for a
+    condition): (the state after the step, its events about a character)."""
+    viewer = Viewer(user=None, role="observer")
+    steps = tour()
+    out = []
+    for prev, step in zip([steps[0], *steps], steps, strict=False):
+        before, after = _as_status(prev.state), _as_status(step.state)
+        seen = view_events(step.events, before, after, viewer)
+        out.append((step.state, [ev for ev in seen if ev.get("char") is not None]))
+    return out
+
+
+def test_every_event_about_a_status_character_reads_with_its_name() -> None:
+    """Each stripped event still reads as a sentence naming its character,
+    with no hole ("?") where a number was."""
+    names = Names()
+    text = EventText(names)
+    kinds = set()
+    for state, events in status_tour():
+        names.update(state)
+        for ev in events:
+            assert set(ev) <= {"kind", "char", "from", "to", "cause"}, ev  # stripped indeed
+            said = text.sentence(ev)
+            kinds.add(ev["kind"])
+            assert not RAW.search(said), (ev, said)
+            assert names.char(ev["char"]) in said, said
+    assert {"roll", "damage", "heal", "pp", "tend", "turn", "condition", "character"} <= kinds
+
+
+def test_a_stripped_tend_event_does_not_name_a_patient_it_lacks() -> None:
+    text = EventText(example_names())
+    assert text.sentence({"kind": "tend", "char": "c1"}) == "Aline's tending changes"
+    assert text.sentence({"kind": "turn", "char": "c1"}) == "Aline's turn"
+    assert text.sentence({"kind": "character", "char": "c1"}) == "Aline changes"

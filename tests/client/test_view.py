@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from client_stub.view import WatchView, format_clock, format_event
+from client_stub.view import WatchView, char_sort_key, format_clock, format_event
 
 STATE = {
     "room": "r1",
@@ -96,3 +96,78 @@ def test_D5_a_dying_character_shows_when_it_next_loses_a_pp() -> None:
     out = render(view, width=160)
     assert "loses 1 PP in 6s" in out  # out of combat: by world time
     assert "loses 1 PP at the end of its turn" in out  # in combat: its own turns
+
+
+# A player's view (docs/views.md): Brom is `status` (no numbers, no seq),
+# a hidden character acts (turn null) and is absent; no queued_rolls, next_seq.
+PARTIAL = {
+    "room": "r1",
+    "name": "Table du jeudi",
+    "clock": 100,
+    "round_seconds": 6,
+    "combat": {"order": ["c2", "c1"], "turn": None, "round": 2},
+    "users": STATE["users"],
+    "characters": {
+        "c1": {**STATE["characters"]["c1"], "shown": "full"},
+        "c2": {"name": "Brom", "owner": None, "shown": "status", "level": 4, "condition": "dying"},
+    },
+}
+
+
+def row(out: str, name: str) -> str:
+    """The line of the table that starts with a character's name."""
+    return next(line for line in out.splitlines() if f" {name} c" in line)
+
+
+def test_a_status_character_shows_name_level_owner_condition_and_no_numbers() -> None:
+    view = WatchView()
+    view.state, view.version, view.user, view.role = PARTIAL, 7, "u2", "player"
+    view.status = "connected"
+    out = render(view, width=140)
+    brom = row(out, "Brom")
+    assert "dying" in brom and "no numbers shown" in brom
+    assert "GM · lv 4" in out  # the line under Brom's name
+    assert "None" not in out and "0/0" not in out
+    assert "loses 1 PP" not in out  # Brom's dying timer is not his viewers' to know
+    assert "4/6" in out  # Aline, seen in full, keeps her bars
+    assert "shown:" not in out  # the setting is the GM's note
+
+
+def test_a_null_turn_marks_nobody_and_says_someone_unseen_acts() -> None:
+    view = WatchView()
+    view.state, view.version, view.role = PARTIAL, 7, "player"
+    out = render(view, width=140)
+    assert "▶" not in out
+    assert "someone you cannot see is acting" in out
+    seen = {**PARTIAL, "combat": {**PARTIAL["combat"], "turn": 1}}
+    view.state = seen
+    out = render(view, width=140)
+    assert "▶" in out and "cannot see" not in out
+    assert "▶" in row(out, "Aline")
+
+
+def test_characters_without_seq_sort_by_their_id_number() -> None:
+    chars = {
+        "c10": {"name": "Zed", "shown": "status", "level": 1, "condition": "conscious"},
+        "c2": {"name": "Yan", "shown": "status", "level": 1, "condition": "conscious"},
+        "c3": {**STATE["characters"]["c1"], "seq": 3, "name": "Xia"},
+    }
+    assert [cid for cid, _ in sorted(chars.items(), key=char_sort_key)] == ["c2", "c3", "c10"]
+    view = WatchView()
+    view.state = {**PARTIAL, "characters": chars, "combat": None}
+    out = render(view, width=140)
+    assert out.index("Yan") < out.index("Xia") < out.index("Zed")
+
+
+def test_the_gm_sees_each_characters_shown_setting() -> None:
+    chars = {
+        "c1": {**STATE["characters"]["c1"], "shown": "full"},
+        "c2": {**STATE["characters"]["c2"], "shown": "status"},
+        "c3": {**STATE["characters"]["c2"], "seq": 3, "name": "Cale", "shown": "hidden"},
+    }
+    view = WatchView()
+    view.state, view.role = {**STATE, "characters": chars}, "gm"
+    out = render(view, width=160)
+    assert "shown: status" in row(out, "Brom") and "20/20" in row(out, "Brom")
+    assert "shown: hidden" in row(out, "Cale")
+    assert "shown:" not in row(out, "Aline")
