@@ -25,7 +25,7 @@ import logging
 import random
 import secrets
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import msgpack
@@ -85,7 +85,7 @@ class Client:
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         token: str,
         room: str | None = None,
         proto: str = "msgpack",
@@ -102,7 +102,13 @@ class Client:
     ) -> None:
         if proto not in SUBPROTOCOLS:
             raise ValueError(f"proto must be one of {sorted(SUBPROTOCOLS)}")
-        self.url = url
+        # Several URLs: the nodes of a cluster (any of them redirects to the
+        # room's node). A connection that fails or ends moves on to the next,
+        # so a dead node is skipped; one URL (a load balancer's) does as well.
+        self.urls = [url] if isinstance(url, str) else list(url)
+        if not self.urls:
+            raise ValueError("no URL given")
+        self._url_index = 0
         self._token = token
         self.room = room
         self.proto = proto
@@ -387,6 +393,11 @@ class Client:
 
     # --- the session loop ---------------------------------------------------
 
+    @property
+    def url(self) -> str:
+        """The address this client connects to now (one of `urls`)."""
+        return self.urls[self._url_index]
+
     async def _run(self) -> None:
         attempt = 0
         target, hops = self.url, 0
@@ -421,8 +432,10 @@ class Client:
                 detail = _describe(exc)
                 log.warning("session error: %s", detail, exc_info=True)
             self._connected.clear()
-            # Every new attempt starts from the address given: the room may
-            # have moved again (a node stopped serving it: 1012).
+            # Every new attempt starts from an address given (the next one,
+            # if several): the room may have moved again (1012), or the node
+            # be gone.
+            self._url_index = (self._url_index + 1) % len(self.urls)
             target, hops = self.url, 0
             if self._closed:
                 return

@@ -175,7 +175,7 @@ class Admin:
 
     async def _create_room(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
         room_id = args["room"]
-        if self.rooms.exists(room_id):
+        if await self.rooms.has(room_id):
             return protocol.error("conflict", f"room {room_id!r} already exists", cmd_id)
         room, gm_user = rules.new_room(room_id, args["name"], args.get("gm_name") or "GM")
         token = self.new_token()
@@ -189,7 +189,7 @@ class Admin:
 
     async def _delete_room(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
         room_id = args["room"]
-        if not self.rooms.exists(room_id):
+        if not await self.rooms.has(room_id):
             return protocol.error("not_found", f"no room {room_id!r}", cmd_id)
         record = AdminRecord(cmd_id, "delete_room", args, {"room": room_id}, self.clock.time())
         await self.rooms.delete(room_id, record)
@@ -214,7 +214,7 @@ class Admin:
                 return protocol.error(
                     "invalid_args", f"upload {upload_id!r} is unknown: start at part 0", cmd_id
                 )
-            if self.rooms.exists(room) and not replace:
+            if await self.rooms.has(room) and not replace:
                 return protocol.error(
                     "conflict", f"room {room!r} already exists (replace it with replace)", cmd_id
                 )
@@ -258,7 +258,7 @@ class Admin:
         stored = {"room": dump.room, "v": dump.head, "users": len(state.get("users", {}))}
         args = {"room": up.room, "upload": up.id, "parts": up.parts, "replace": up.replace}
         record = AdminRecord(cmd_id, "import_room", args, stored, self.clock.time())
-        exists = self.rooms.exists(dump.room)
+        exists = await self.rooms.has(dump.room)
         if exists and not up.replace:
             return protocol.error("conflict", f"room {dump.room!r} already exists", cmd_id)
 

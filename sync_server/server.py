@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
+import socket
 from typing import Any
 
 from websockets.asyncio.server import Server as WsServer
@@ -45,6 +47,7 @@ from sync_server.limits import (
 )
 from sync_server.logs import websockets_logger
 from sync_server.metrics import Metrics
+from sync_server.ownership import LeaseKeeper, leases_for
 from sync_server.ratelimit import Buckets
 from sync_server.registry import Registry
 from sync_server.rooms import Command, Rooms, RoomServices
@@ -81,12 +84,11 @@ class Server:
         self.bus = bus or LocalBus()
         self.registry = Registry()
         self.tokens = RecentTokens(self.limits.token_retry_seconds, self.clock.monotonic)
-        self.storage: Storage = storage or SqliteStorage(
-            config.data_dir,
-            config.synchronous,
-            on_group=self.metrics.commit_group.observe,
-            snapshots_kept=self.limits.snapshots_kept,
-        )
+        self.storage: Storage = storage or self._default_storage()
+        # Who serves which room: the database's leases in cluster mode, or
+        # "every room is mine" alone on SQLite (ownership.py).
+        self.leases = leases_for(self.storage)
+        self.keeper = LeaseKeeper(self.leases, self._lost_rooms, self.clock)
         self.dice: rules.Dice = config.dice if config.dice is not None else rules.ServerDice()
         self.rooms = Rooms(
             RoomServices(
@@ -99,6 +101,7 @@ class Server:
                 limits=self.limits,
                 clock=self.clock,
                 check_invariants=config.check_invariants,
+                leases=self.leases,
             )
         )
         self.admin = Admin(
@@ -123,6 +126,36 @@ class Server:
         self._lock = DataDirLock(config.data_dir)
         self._ws: WsServer | None = None
         self._closed = False
+
+    def _default_storage(self) -> Storage:
+        """SQLite in the data directory, or PostgreSQL in cluster mode."""
+        config = self.config
+        if config.database is None:
+            return SqliteStorage(
+                config.data_dir,
+                config.synchronous,
+                on_group=self.metrics.commit_group.observe,
+                snapshots_kept=self.limits.snapshots_kept,
+            )
+        from sync_server.pg_store import PgStorage  # asyncpg only in cluster mode
+
+        return PgStorage(
+            config.database,
+            # The URL and the default id need the port bound: set at start.
+            node_id=config.node_id or "pending",
+            public_url=config.public_url or "",
+            lease_seconds=config.lease_seconds,
+            snapshots_kept=self.limits.snapshots_kept,
+            on_group=self.metrics.commit_group.observe,
+            clock=self.clock,
+        )
+
+    @property
+    def cluster(self) -> bool:
+        return self.rooms.cluster
+
+    def _lost_rooms(self, rooms: set[str]) -> None:
+        self.rooms.lost(rooms)
 
     # --- lifecycle --------------------------------------------------------
 
@@ -150,6 +183,11 @@ class Server:
             raise
         self.admin_token, self.admin_token_generated = token, generated
         self.admin_hash = hash_token(token)
+        if self.cluster and self.config.node_id is None:
+            # Stable across restarts on this host and port (a restarted node
+            # gets its rooms back at once); a free port (0) gets the pid.
+            port = self.config.port or os.getpid()
+            self.leases.node_id = f"{socket.gethostname()}:{port}"  # type: ignore[misc]
         try:
             await self.storage.open()
         except BaseException:
@@ -213,6 +251,23 @@ class Server:
             server_header=SERVER_HEADER,
             ssl=None if self.tls is None else self.tls.context,
         )
+        if self.cluster:
+            if not self.leases.public_url:
+                host = self.config.host
+                if host in ("0.0.0.0", "::", ""):
+                    await self.close()
+                    raise StorageError(
+                        "cluster mode needs --public-url: the address clients reach this node at "
+                        f"(it listens on every interface, {host})"
+                    )
+                self.leases.public_url = self.url + "/"  # type: ignore[misc]
+            self.keeper.start()
+            log.info(
+                "cluster node %s, public URL %s, leases of %g s",
+                self.leases.node_id,
+                self.leases.public_url,
+                self.leases.lease_seconds,
+            )
         log.info("listening on %s", self.url)
 
     @property
@@ -266,9 +321,16 @@ class Server:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await self.rooms.drain()
+        await self.keeper.stop()
+        code, reason = protocol.CLOSE_SHUTDOWN, "server shutting down"
+        if self.cluster:
+            # Another node serves the rooms from now on: give them up first,
+            # then tell the clients to reconnect (they are redirected there).
+            await self.rooms.release_all()
+            code, reason = protocol.CLOSE_SERVICE_RESTART, "node draining; reconnect"
         for session in list(self.sessions):
             if session.outbox is not None:
-                session.outbox.close_after(protocol.CLOSE_SHUTDOWN, "server shutting down")
+                session.outbox.close_after(code, reason)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await asyncio.gather(
@@ -276,7 +338,7 @@ class Server:
                     return_exceptions=True,
                 )
         if self._ws is not None:
-            self._ws.close(code=protocol.CLOSE_SHUTDOWN, reason="server shutting down")
+            self._ws.close(code=code, reason=reason)
             await self._ws.wait_closed()
         await self.rooms.stop()
         await self.storage.close()

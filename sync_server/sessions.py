@@ -49,12 +49,25 @@ from sync_server.core.session import (
 from sync_server.limits import Limits
 from sync_server.metrics import Metrics
 from sync_server.outbox import Outbox
+from sync_server.ownership import Owner
 from sync_server.ratelimit import Buckets, TokenBucket
 from sync_server.registry import Registry
 from sync_server.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
+from sync_server.storage import StorageError
 from sync_server.web import peer_of
 
 log = logging.getLogger(__name__)
+
+# The connection ended on a server-side failure (RFC 6455's 1011): retry.
+CLOSE_ERROR = 1011
+
+
+class Redirect(Exception):
+    """The room is served by another node (cluster mode)."""
+
+    def __init__(self, owner: Owner) -> None:
+        super().__init__(owner.url)
+        self.owner = owner
 
 
 @attrs.frozen
@@ -126,6 +139,17 @@ class Session:
                 self._hello_failed(refused.message)
                 await self._refuse_now(HelloRefused(refused.code, refused.message, refused.close))
                 return
+            except Redirect as moved:
+                await self._redirect(moved.owner)
+                return
+            except StorageError as exc:
+                log.warning("hello for a room failed: cannot reach the storage: %s", exc)
+                await self._refuse_now(
+                    HelloRefused(
+                        "internal", "the server cannot reach its storage; retry", CLOSE_ERROR
+                    )
+                )
+                return
             except (ConnectionClosed, TimeoutError):
                 return
             self.deps.opened(self)
@@ -173,6 +197,13 @@ class Session:
             failures.get(self.peer, self.deps.clock.monotonic()).charge(
                 self.deps.clock.monotonic(), 1.0
             )
+
+    async def _redirect(self, owner: Owner) -> None:
+        """Cluster mode: another node serves the room; the client goes there
+        with the same hello (4302)."""
+        with contextlib.suppress(ConnectionClosed, OSError):
+            await self.ws.send(self.codec.encode(protocol.redirect(owner.url or "")))
+            await self.ws.close(protocol.CLOSE_REDIRECT, "served by another node")
 
     async def _refuse_now(self, refused: HelloRefused) -> None:
         with contextlib.suppress(ConnectionClosed, OSError):
@@ -241,7 +272,9 @@ class Session:
         room, user = found
         buckets = None
         for _attempt in range(3):  # the room may be unloaded between get and submit
-            host = await self.deps.rooms.get(room)
+            host = await self.deps.rooms.locate(room)
+            if isinstance(host, Owner):
+                raise Redirect(host)
             if host is None:
                 raise unauthenticated()
             role_now = host.state["users"].get(user, {}).get("role")
@@ -263,7 +296,7 @@ class Session:
             try:
                 role, epoch = await fut
             except RoomClosed:
-                raise unauthenticated()
+                continue  # deleted, unloaded or moved meanwhile: look again
             except BaseException:
                 fut.cancel()
                 raise
@@ -420,5 +453,13 @@ class Session:
             if item.done is not None:
                 item.done()
             cmd_id = item.cmd_id if isinstance(item, Command) else item.request_id
+            if self.host.lost_reason is not None:  # cluster: served elsewhere now
+                self._send(
+                    protocol.error(
+                        "internal", "this server stopped serving the room; retry", cmd_id
+                    )
+                )
+                self.outbox.close_after(protocol.CLOSE_SERVICE_RESTART, "room moved; reconnect")
+                return
             self._send(protocol.error("not_found", "the room was deleted", cmd_id))
             self.outbox.close_after(protocol.CLOSE_ROOM_DELETED, "room deleted")
