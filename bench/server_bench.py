@@ -128,7 +128,7 @@ NPC = "npc"  # one NPC per room, damaged in one command of four
 
 
 async def setup_vtt(
-    url: str, rooms: int, clients: int, secrets: bool = False
+    url: str, rooms: int, clients: int, secrets: bool = False, prefix: str = ""
 ) -> list[list[tuple[str, str]]]:
     """Create the rooms, their characters, a combat, and the users' tokens.
     Every character is shown in full; with `secrets`, the NPC is `status`
@@ -139,8 +139,10 @@ async def setup_vtt(
     ids = itertools.count()
     out = []
     for r in range(rooms):
-        room = f"bench{r}"
-        ack = await admin.command(f"a{next(ids)}", "create_room", {"room": room, "name": room})
+        room = f"{prefix}bench{r}"
+        ack = await admin.command(
+            f"{prefix}a{next(ids)}", "create_room", {"room": room, "name": room}
+        )
         gm_token = ack["result"]["gm_token"]
         gws, welcome = await hello(url, gm_token, room)
         gm = Peer(gws, welcome, mirror=True)

@@ -623,6 +623,18 @@ function socketUrl(where) {
   return url.href;
 }
 
+/** The host a `ws=` URL points to when it is not this page's server (the
+ * token would go there), else null: a link may name another server, but
+ * the page asks before it sends the token to it. */
+function foreignHost(url, where) {
+  try {
+    const target = new URL(url, where.href);
+    return target.host === where.host ? null : target.host;
+  } catch {
+    return String(url);
+  }
+}
+
 function linkFor(token) {
   const params = new URLSearchParams(location.hash.slice(1));
   const next = new URLSearchParams({ room: client.room, token });
@@ -991,6 +1003,18 @@ async function start() {
   }
   eventText = new EventText(texts, names, (v) => patchEvents.get(v) ?? null);
   const url = params.get("ws") || socketUrl(location);
+  const foreign = foreignHost(url, location);
+  if (
+    foreign !== null &&
+    !window.confirm(
+      `This link sends your token to another server: ${foreign}.\n` +
+        "Continue only if you trust that server (it could act as you at this table).",
+    )
+  ) {
+    history.replaceState(null, "", location.pathname);
+    showLogin(room);
+    return;
+  }
   client = new VttSyncClient({ url, token, room });
   window.vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);

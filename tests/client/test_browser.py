@@ -672,3 +672,37 @@ async def test_views_the_gm_creates_a_hidden_character_from_the_form_and_shows_i
     await expect(card.locator(".no-numbers")).to_be_hidden()
     await expect(gm_card.locator(".shown-pick")).to_have_value("full")
     assert gm.js_errors == [] and player.js_errors == []
+
+
+async def test_a_link_to_another_server_asks_before_sending_the_token(
+    browser: Any, table: LiveTable
+) -> None:
+    """A `ws=` naming another host would hand that host the token: the page
+    asks first; declined, no connection is made and the login shows."""
+    from playwright.async_api import expect
+
+    ctx = await browser.new_context()
+    page = await ctx.new_page()
+    asked: list[str] = []
+
+    async def decline(dialog: Any) -> None:
+        asked.append(dialog.message)
+        await dialog.dismiss()
+
+    page.on("dialog", decline)
+    sockets: list[str] = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    token = table.token("p1")
+    await page.goto(f"{table.http_url}#room={ROOM}&token={token}&ws=ws://evil.example:9/")
+    await expect(page.locator("#login")).to_be_visible()
+    assert len(asked) == 1 and "evil.example:9" in asked[0] and token not in asked[0]
+    assert sockets == []
+    assert token not in page.url  # the token left the address bar too
+    # the same link naming this very server connects without asking
+    page.remove_listener("dialog", decline)
+    ws_same = table.url
+    await page.goto(f"{table.http_url}#room={ROOM}&token={token}&ws={ws_same}")
+    await page.reload()
+    await expect(page.locator("#status")).to_have_attribute("data-status", "connected")
+    assert len(asked) == 1
+    await ctx.close()
