@@ -124,7 +124,7 @@ async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnectio
     return ws, welcome
 
 
-NPC = "npc"  # one NPC per room, damaged in one command of four
+NPC = "npc"  # one NPC per room, touched by one command of four
 
 
 async def setup_vtt(
@@ -204,10 +204,11 @@ async def drive(
             k = n % 4
             if relay:
                 op, args = "damage", {"char": "c1", "amount": 1}
-            elif k == 0:
-                op, args = "damage", {"char": NPC, "amount": 2}
+            elif k == 0:  # the NPC, hit and healed in turn: it never dies
+                op = "damage" if n % 8 == 0 else "heal"
+                args = {"char": NPC, "amount": 2}
             elif k == 1:
-                op, args = "heal", {"char": NPC, "amount": 2}
+                op, args = "heal", {"char": "c1", "amount": 2}
             elif k == 2:
                 combat = gm.state["combat"]
                 op, args = "end_turn", {"char": combat["order"][combat["turn"]]}
