@@ -33,7 +33,15 @@ from typing import Any
 
 import msgpack
 
-from bench.server_bench import ADMIN_TOKEN, CLK_TCK, drive, hello, setup_vtt, start
+from bench.server_bench import (
+    ADMIN_TOKEN,
+    CLK_TCK,
+    drive,
+    hello,
+    load_options,
+    setup_vtt,
+    start,
+)
 from sync_server import protocol
 from sync_server.testing.postgres import admin_dsn, create_database, drop_database
 
@@ -190,13 +198,7 @@ def run_failover(lease: float) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--rooms", type=int, default=20)
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--runs", type=int, default=3)
+    ap = load_options(__doc__)
     ap.add_argument("--leases", default="1,2,4", help="lease lengths for the failover, seconds")
     ns = ap.parse_args()
     ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))

@@ -313,14 +313,20 @@ ROWS = {
 }
 
 
-def main() -> None:
+def load_options(doc: str | None) -> argparse.ArgumentParser:
+    """The load's options, shared by the benchmarks that drive rooms."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--rooms", type=int, default=20)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--runs", type=int, default=3)
+    return ap
+
+
+def main() -> None:
+    ap = load_options(__doc__)
     ap.add_argument("--synchronous", default="FULL", help="vtt-sync's SQLite synchronous pragma")
     ap.add_argument("--only", choices=("relay", "vtt-sync"), help="run one side only")
     ap.add_argument(
