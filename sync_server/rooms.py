@@ -195,6 +195,12 @@ class RoomHost:
         self._items.append(item)
         self._wake.set()
 
+    def refuse_work(self) -> None:
+        """Take no new work; what is queued gets `internal` (retry): the
+        room is served elsewhere now, or about to be."""
+        self.closed = True
+        self._closed_answer = ("internal", "this server stopped serving the room; retry")
+
     def touch(self) -> None:
         """Something happened in the room (a client left): its idle time
         counts from now."""
@@ -365,8 +371,7 @@ class RoomHost:
             return
         log.warning("room %s: %s; no longer served here", self.room_id, why)
         self.lost_reason = why
-        self.closed = True
-        self._closed_answer = ("internal", "this server stopped serving the room; retry")
+        self.refuse_work()
         reason = "room deleted" if code == protocol.CLOSE_ROOM_DELETED else "room moved; reconnect"
         self.services.registry.close_room(self.room_id, code, reason, now=False)
         if self.on_drop is not None:
@@ -567,7 +572,7 @@ class Rooms:
             host = self.hosts.get(room)
             if host is None or host.lost_reason is not None:
                 continue
-            host.closed = True  # no new work while we find out why
+            host.refuse_work()  # at once, while we find out why
             self._spawn(self._lose(host))
 
     async def _lose(self, host: RoomHost) -> None:
