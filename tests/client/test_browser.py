@@ -699,10 +699,9 @@ async def test_a_link_to_another_server_asks_before_sending_the_token(
     assert sockets == []
     assert token not in page.url  # the token left the address bar too
     # the same link naming this very server connects without asking
-    page.remove_listener("dialog", decline)
-    ws_same = table.url
-    await page.goto(f"{table.http_url}#room={ROOM}&token={token}&ws={ws_same}")
-    await page.reload()
-    await expect(page.locator("#status")).to_have_attribute("data-status", "connected")
+    same = await ctx.new_page()
+    same.on("dialog", decline)
+    await same.goto(f"{table.http_url}#room={ROOM}&token={token}&ws={table.url}")
+    await expect(same.locator("#status")).to_have_attribute("data-status", "connected")
     assert len(asked) == 1
     await ctx.close()
