@@ -28,8 +28,12 @@ ADMIN_TOKEN_FILE = "admin_token"
 
 def new_token() -> str:
     """A fresh user token: 256 bits from the OS, URL-safe (it travels in
-    page URL fragments)."""
-    return secrets.token_urlsafe(TOKEN_BYTES)
+    page URL fragments), never starting with "-": on a command line
+    (`--token -xyz...`) it would be read as an option (1 token in 64 did)."""
+    while True:
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        if not token.startswith("-"):
+            return token
 
 
 def hash_token(token: str) -> bytes:

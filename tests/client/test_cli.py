@@ -281,7 +281,7 @@ def test_connection_options_work_before_and_after_the_subcommand(argv: list[str]
 async def test_token_given_before_the_subcommand_is_used(table: LiveTable) -> None:
     env_token = "not-the-token-0123456789"  # the flag must win over the environment
     code, out, err = await run(
-        table, "--token", table.token("obs"), "--room", ROOM, "state", token=env_token
+        table, f"--token={table.token('obs')}", "--room", ROOM, "state", token=env_token
     )
     assert code == 0, err
     _, state = await table.state()

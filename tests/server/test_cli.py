@@ -72,7 +72,7 @@ async def test_vtt_sync_client_delegates_to_the_python_client(tmp_path) -> None:
         t = await create_table(child.url)
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "sync_server", "client", "state", "--url", child.url,
-            "--token", t.tokens["obs"], "--room", "r1", "--compact",
+            f"--token={t.tokens['obs']}", "--room", "r1", "--compact",
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         async with asyncio.timeout(30):

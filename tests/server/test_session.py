@@ -243,3 +243,10 @@ async def test_no_token_in_any_log_line(tmp_path, caplog) -> None:
     assert caplog.records  # the capture worked
     for token in [*t.tokens.values(), new, ADMIN_TOKEN]:
         assert token[:12] not in text  # not even a truncated piece of it
+
+
+def test_new_tokens_never_start_with_a_dash() -> None:
+    """A token starting with "-" reads as an option on a command line."""
+    from sync_server.auth import new_token
+
+    assert not any(new_token().startswith("-") for _ in range(2000))
