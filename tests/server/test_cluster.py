@@ -256,3 +256,26 @@ async def test_postgresql_killed_under_load_loses_nothing_acknowledged(
     head, versions, _ = await stored_log(dsn)
     assert [v for v, _, _ in versions] == list(range(1, head + 1))
     assert set(acked) | {ack["v"]} <= set(range(1, head + 1))
+
+
+async def test_an_idle_room_gives_its_lease_up(tmp_path, pg_db) -> None:
+    """Ownership does not pile up on one node: an idle room is unloaded and
+    its lease released, so the next hello anywhere claims it at once."""
+    from sync_server.clock import FakeClock
+
+    clock = FakeClock()
+    async with (
+        node(tmp_path, "a", pg_db, clock=clock, room_idle_unload_seconds=60) as a,
+        node(tmp_path, "b", pg_db) as b,
+    ):
+        t = await create_table(a.url)
+        owner = await a.leases.owner("r1")
+        assert owner is not None and owner.node_id == "a"
+        clock.advance(61)
+        assert await a.rooms.unload_idle() == ["r1"]
+        owner = await a.leases.owner("r1")
+        assert owner is not None and owner.node_id is None  # released, not expired
+        async with Client(b.url, t.tokens["gm"], "r1") as gm:  # b claims it at once
+            assert gm.version == 6 and set(b.rooms.hosts) == {"r1"}
+            owner = await b.leases.owner("r1")
+            assert owner is not None and owner.node_id == "b"
