@@ -131,6 +131,3 @@ class LocalBus:
 
     def subscribers(self, room: str) -> int:
         return len(self._rooms.get(room, ()))
-
-    def drop_room(self, room: str) -> None:
-        self._rooms.pop(room, None)

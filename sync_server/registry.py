@@ -44,9 +44,6 @@ class Registry:
         sessions = self._rooms.get(room, {})
         return sum(1 for s in sessions if not s.closing and (user is None or s.user == user))
 
-    def rooms(self) -> list[str]:
-        return list(self._rooms)
-
     def close_user(self, room: str, user: str, code: int, reason: str) -> list[Closable]:
         """Close a user's sessions of a room after what they were sent."""
         closed = [s for s in self._rooms.get(room, ()) if s.user == user]

@@ -34,6 +34,7 @@ import attrs
 
 import rules
 from sync_server import protocol
+from sync_server.activity import Activity
 from sync_server.auth import RecentTokens, new_token
 from sync_server.bus import RoomBus, Sink
 from sync_server.clock import Clock, SystemClock
@@ -151,6 +152,8 @@ class RoomServices:
     new_token: Callable[[], str] = new_token
     # Who serves which room (cluster mode); alone on its storage, every room.
     leases: Leases = attrs.Factory(SingleNodeLeases)
+    # Counts commands for the log's per-room summaries (None: not logged).
+    activity: Activity | None = None
 
 
 class RoomHost:
@@ -352,9 +355,10 @@ class RoomHost:
     def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
         try:
             item.reply(frame)
-            self.services.metrics.command(
-                item.op, outcome, self.services.clock.monotonic() - item.received
-            )
+            services = self.services
+            services.metrics.command(item.op, outcome, services.clock.monotonic() - item.received)
+            if services.activity is not None:  # the log's per-room summary
+                services.activity.command(self.room_id, item.command.actor.user, item.op, outcome)
         except Exception:
             log.exception("room %s: reply to %s failed", self.room_id, item.cmd_id)
         finally:

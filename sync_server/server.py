@@ -90,6 +90,7 @@ class Server:
         self.leases = leases_for(self.storage)
         self.keeper = LeaseKeeper(self.leases, self._lost_rooms, self.clock)
         self.dice: rules.Dice = config.dice if config.dice is not None else rules.ServerDice()
+        self.activity = Activity(config.log_summary_seconds)
         self.rooms = Rooms(
             RoomServices(
                 self.storage,
@@ -102,6 +103,7 @@ class Server:
                 clock=self.clock,
                 check_invariants=config.check_invariants,
                 leases=self.leases,
+                activity=self.activity,
             )
         )
         self.admin = Admin(
@@ -115,7 +117,6 @@ class Server:
         # Draining (SIGTERM with drain_seconds): still serving, but /healthz
         # answers 503 so that a load balancer sends new clients elsewhere.
         self.draining = False
-        self.activity = Activity(config.log_summary_seconds)
         self.tls: ServerTls | None = None
         if config.tls_cert is not None and config.tls_key is not None:
             self.tls = ServerTls(config.tls_cert, config.tls_key)

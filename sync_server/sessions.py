@@ -270,16 +270,13 @@ class Session:
         if found is None or found[0] != hello.room:
             raise unauthenticated()
         room, user = found
-        buckets = None
         for _attempt in range(3):  # the room may be unloaded between get and submit
             host = await self.deps.rooms.locate(room)
             if isinstance(host, Owner):
                 raise Redirect(host)
             if host is None:
                 raise unauthenticated()
-            role_now = host.state["users"].get(user, {}).get("role")
-            buckets = self.deps.gm_buckets if role_now == "gm" else self.deps.buckets
-            bucket = None if buckets is None else buckets.get((room, user), now)
+            bucket = self._bucket(host.state["users"].get(user, {}).get("role"), room, user)
             if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
                 raise HelloRefused(
                     "rate_limited",
@@ -305,10 +302,15 @@ class Session:
             raise unauthenticated()
         self.user, self.role, self.room_id, self.host, self.epoch = user, role, room, host, epoch
         self.outbox = outbox
-        buckets = self.deps.gm_buckets if role == "gm" else self.deps.buckets
-        self.bucket = None if buckets is None else buckets.get((room, user), now)
+        self.bucket = self._bucket(role, room, user)
         self.core = SessionCore(role, self.bucket)
         log.debug("room %s: %s (%s) connected", room, user, role)
+
+    def _bucket(self, role: str | None, room: str, user: str) -> TokenBucket | None:
+        """The request allowance of `user` in `room`, shared by all of that
+        user's sessions (GM and admin: their own rate, unlimited by default)."""
+        buckets = self.deps.gm_buckets if role in ("gm", "admin") else self.deps.buckets
+        return None if buckets is None else buckets.get((room, user), self.deps.clock.monotonic())
 
     def _charger(self, bucket: TokenBucket) -> Callable[[float], None]:
         def charge(cost: float) -> None:
@@ -327,9 +329,7 @@ class Session:
         self.user, self.role = ADMIN_USER, "admin"
         self.outbox = self._new_outbox(ADMIN_USER)
         self.outbox.send(protocol.admin_welcome(ADMIN_USER))
-        buckets = self.deps.gm_buckets
-        now = self.deps.clock.monotonic()
-        self.bucket = None if buckets is None else buckets.get(("", ADMIN_USER), now)
+        self.bucket = self._bucket("admin", "", ADMIN_USER)
         self.core = SessionCore("admin", self.bucket, has_room=False)
         log.debug("admin session connected")
 
@@ -394,22 +394,13 @@ class Session:
         else:
             assert isinstance(action, Ignore)
 
-    def _answered(self, op: Any) -> Callable[[dict[str, Any]], None]:
-        """The reply callback of one command: send, and count its outcome."""
-        activity = self.deps.activity
-        if activity is None:
-            return self._send
-
-        def reply(frame: dict[str, Any]) -> None:
-            self._send(frame)
-            outcome = "dup" if frame.get("dup") else frame.get("code") or "ok"
-            activity.command(self.room_id, self.user or "", op, outcome)
-
-        return reply
-
     async def _command(self, action: RunCommand) -> None:
         if self.role == "admin":
-            self._answered(action.op)(await self.deps.admin(action.cmd_id, action.op, action.args))
+            frame = await self.deps.admin(action.cmd_id, action.op, action.args)
+            self._send(frame)
+            if self.deps.activity is not None:  # room commands are counted by their room
+                outcome = "dup" if frame.get("dup") else frame.get("code") or "ok"
+                self.deps.activity.command(None, self.user or "", action.op, outcome)
             return
         await self.inflight.acquire()
         if self.deps.shutting_down():  # it began while we waited for a slot
@@ -429,12 +420,7 @@ class Session:
             expect=action.expect,
         )
         self._submit(
-            Command(
-                command,
-                self._answered(action.op),
-                self.inflight.release,
-                self.deps.clock.monotonic(),
-            )
+            Command(command, self._send, self.inflight.release, self.deps.clock.monotonic())
         )
 
     async def _sync(self, action: RunSync) -> None:
