@@ -22,6 +22,7 @@ from sync_server.pg_store import PgStorage
 from sync_server.storage import replay
 from tests.helpers.server import (
     WAIT,
+    connect_admin,
     create_table,
     open_ws,
     running_server,
@@ -82,7 +83,7 @@ async def test_admin_operations_work_from_any_node(tmp_path, pg_db) -> None:
     async with node(tmp_path, "a", pg_db) as a, node(tmp_path, "b", pg_db) as b:
         t = await create_table(a.url)  # created through a
         gm = await t.connect("gm")  # a serves r1
-        admin_b = await _admin(b.url)
+        admin_b = await connect_admin(b.url)
         again = await admin_b.cmd("create_room", {"room": "r1", "name": "again"})
         assert again["code"] == "conflict"  # b knows r1, created by a
         gone = await admin_b.ok("delete_room", {"room": "r1"})
@@ -91,12 +92,6 @@ async def test_admin_operations_work_from_any_node(tmp_path, pg_db) -> None:
         assert code == protocol.CLOSE_ROOM_DELETED
         assert await a.rooms.has("r1") is False and a.rooms.hosts == {}
         await admin_b.close()
-
-
-async def _admin(url: str) -> Any:
-    from tests.helpers.server import connect_admin
-
-    return await connect_admin(url)
 
 
 # --- crashes, with nodes in child processes --------------------------------
