@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from typing import Any
 
 import msgpack
@@ -128,11 +129,18 @@ NPC = "npc"  # one NPC per room, touched by one command of four
 
 
 async def setup_vtt(
-    url: str, rooms: int, clients: int, secrets: bool = False, prefix: str = ""
+    url: str,
+    rooms: int,
+    clients: int,
+    secrets: bool = False,
+    prefix: str = "",
+    characters: int = 5,
 ) -> list[list[tuple[str, str]]]:
     """Create the rooms, their characters, a combat, and the users' tokens.
     Every character is shown in full; with `secrets`, the NPC is `status`
-    (per-role views: its patches are encoded per view class)."""
+    (per-role views: its patches are encoded per view class). Beyond the
+    five characters the load touches (4 PCs, the NPC), `characters` adds
+    bystanders nobody touches: the room-size scaling."""
     ws, _ = await hello(url, ADMIN_TOKEN, None)
     admin = Peer(ws, {}, mirror=False)
     reader = asyncio.create_task(admin.read())
@@ -157,6 +165,10 @@ async def setup_vtt(
         await gm.command(
             f"s{next(ids)}", "add_character", {**SHEET, "name": "NPC", "id": NPC, "shown": shown}
         )
+        for i in range(max(0, characters - 5)):
+            await gm.command(
+                f"s{next(ids)}", "add_character", {**SHEET, "name": f"B{i}", "shown": "full"}
+            )
         await gm.command(f"s{next(ids)}", "combat_start", {"order": chars})
         tokens = [(gm_token, room)]
         for i in range(clients - 1):
@@ -221,6 +233,8 @@ async def drive(
             else:
                 errors += 1
 
+    groups0 = (0.0, 0.0) if relay else commit_groups(url)
+    jobs = groups = 0.0
     cpu0, own0 = cpu_seconds(pid), time.process_time()
     t_start = time.perf_counter()
     async with asyncio.timeout(seconds + 60):
@@ -241,6 +255,8 @@ async def drive(
         for p in group:
             await p.ws.close()
     n = len(sent)
+    if not relay:
+        jobs, groups = (a - b for a, b in zip(commit_groups(url), groups0, strict=True))
     return {
         "cmds_per_s": n / elapsed,
         "p50_ms": pct(latencies, 0.5) * 1e3,
@@ -249,7 +265,17 @@ async def drive(
         "server_cpu_pct": cpu / elapsed * 100,
         "loadgen_cpu_pct": own / elapsed * 100,
         "errors": errors + missing,
+        "commit_group": jobs / groups if groups else 0.0,
     }
+
+
+def commit_groups(url: str) -> tuple[float, float]:
+    """(write jobs committed, transactions) so far, from the server's /metrics."""
+    http = url.replace("ws://", "http://").rstrip("/") + "/metrics"
+    with urllib.request.urlopen(http, timeout=10) as resp:
+        text = resp.read().decode()
+    found = dict(re.findall(r"^vtt_commit_group_jobs_(sum|count) (\S+)$", text, re.M))
+    return float(found.get("sum", 0)), float(found.get("count", 0))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -259,6 +285,10 @@ def pct(values: list[float], q: float) -> float:
 
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
+    if kind == "today":  # the same server from another tree (--base), for A/B in one run
+        env["PYTHONPATH"] = os.path.abspath(ns.base)
+    elif kind != "relay":
+        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
         if kind == "relay":
@@ -273,7 +303,13 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
                 tokens = [[("t", f"bench{r}")] * ns.clients for r in range(ns.rooms)]
             else:
                 tokens = asyncio.run(
-                    setup_vtt(url, ns.rooms, ns.clients, secrets=kind == "secrets")
+                    setup_vtt(
+                        url,
+                        ns.rooms,
+                        ns.clients,
+                        secrets=kind == "secrets",
+                        characters=ns.characters,
+                    )
                 )
             if ns.profile and kind == "vtt-sync":
                 profiler = subprocess.Popen(
@@ -310,6 +346,7 @@ ROWS = {
     "server_cpu_pct": ("server CPU %", ""),
     "loadgen_cpu_pct": ("load gen CPU %", ""),
     "errors": ("errors", ""),
+    "commit_group": ("commit group (jobs)", ""),
 }
 
 
@@ -336,10 +373,20 @@ def main() -> None:
         "1 patch of 4 is encoded per view class) and print its ratio to vtt-sync",
     )
     ap.add_argument("--profile", help="py-spy raw profile of the vtt-sync side (last run) here")
+    ap.add_argument(
+        "--base",
+        help="a tree of other code (e.g. `git worktree add --detach ../base main`): runs it as "
+        "`today` interleaved with this tree's vtt-sync in every round, and prints new/today",
+    )
+    ap.add_argument(
+        "--characters", type=int, default=5, help="characters per room (>= 5: bystanders added)"
+    )
     ns = ap.parse_args()
     ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
     ns.seconds, ns.runs = min(ns.seconds, 60.0), min(ns.runs, 20)
     kinds = [ns.only] if ns.only else ["relay", "vtt-sync"]
+    if ns.base:
+        kinds = ["today", "vtt-sync"] if ns.only else ["relay", "today", "vtt-sync"]
     if ns.views:
         kinds.append("secrets")
     results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
@@ -354,6 +401,19 @@ def main() -> None:
         f"{ns.rooms} rooms x {ns.clients} clients, {ns.seconds:g} s/run, median of {ns.runs} runs;"
         f" vtt-sync synchronous={ns.synchronous}"
     )
+    if ns.base:
+        print(f"{'':20}" + "".join(f"{k:>12}" for k in kinds) + f"{'new/today':>11}")
+        for field, (label, _) in ROWS.items():
+            a, b = med["today"][field], med["vtt-sync"][field]
+            ratio = f"{b / a:10.2f}x" if a else f"{'-':>11}"
+            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds) + ratio)
+        if ns.runs > 1:  # the spread: the ratio round by round (interleaved pairs)
+            pairs = [
+                f"{n['cpu_us_per_cmd'] / t['cpu_us_per_cmd']:.2f}"
+                for t, n in zip(results["today"], results["vtt-sync"], strict=True)
+            ]
+            print(f"CPU/cmd new/today per round: {' '.join(pairs)}")
+        return
     if len(kinds) == 1:
         for field, (label, _) in ROWS.items():
             print(f"{label:20}{med[kinds[0]][field]:12.2f}")

@@ -42,7 +42,7 @@ from sync_server.wire.codec import packb
 log = logging.getLogger(__name__)
 
 DB_FILE = "vtt-sync.sqlite3"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 # Bytes the WAL file is truncated to after a checkpoint: without a limit it
 # keeps the size of the largest transaction it ever held.
@@ -52,23 +52,54 @@ JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 # so the latency of the first job waiting in it.
 MAX_GROUP_JOBS = 256
 
-SCHEMA = """
+# The group-commit window: while commits are flowing (recent groups held
+# more than one job: several rooms or sessions are writing at once), the
+# storage thread waits up to this long after a group's first job arrived
+# for more jobs to share its fsync. A commit costs about the same whatever
+# its size, so bigger groups cost less per command; the wait adds at most
+# this much to an ack's latency. Never when one writer is alone (groups of
+# one): it would only wait for nothing.
+GROUP_WINDOW_SECONDS = 0.001
+
+# Recent groups' mean size (a moving average, weight of the latest group)
+# above which commits count as flowing and the window applies.
+GROUP_FLOWING_MEAN = 1.5
+GROUP_MEAN_WEIGHT = 0.25
+# A write arriving after the storage thread sat idle this many windows
+# starts afresh: the writers of before are gone, no waiting for them.
+GROUP_IDLE_WINDOWS = 10
+
+# One version: its key, what a query selects on, and one blob for the rest.
+# Why so few: every B-tree a version touches is pages written and fsynced
+# per commit. `cmd_id` and `user` stay columns for the unique index (a
+# command id is stored once per user and room, whatever the dedup window
+# holds); `undo` (1: undoable and not undone yet) lets `undo_target` walk
+# back along the primary key without an index of its own. The blob is a
+# map by field name (`_pack_version`), so a field added later is one more
+# key, read with a default from older versions: no schema change.
+VERSIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
+    room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
+    undo INTEGER NOT NULL, rec BLOB NOT NULL,
+    PRIMARY KEY (room, v)) WITHOUT ROWID;
+"""
+VERSIONS_CMD_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS versions_cmd ON versions (room, user, cmd_id)"
+    " WHERE cmd_id IS NOT NULL"
+)
+
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS rooms (
     room TEXT PRIMARY KEY, created REAL NOT NULL, head INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS users (
     room TEXT NOT NULL, user TEXT NOT NULL, token_hash BLOB NOT NULL UNIQUE,
     PRIMARY KEY (room, user)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS versions (
-    room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
-    op TEXT NOT NULL, args BLOB NOT NULL, ops BLOB NOT NULL, inverse BLOB NOT NULL,
-    events BLOB NOT NULL, result BLOB NOT NULL, undoable INTEGER NOT NULL,
-    undone INTEGER NOT NULL DEFAULT 0, undoes INTEGER, ts REAL NOT NULL,
-    PRIMARY KEY (room, v)) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS versions_cmd ON versions (room, user, cmd_id)
-    WHERE cmd_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS versions_undo ON versions (room, v)
-    WHERE undoable = 1 AND undone = 0;
+"""
+    + VERSIONS_TABLE.format(name="versions")
+    + VERSIONS_CMD_INDEX
+    + """;
 CREATE TABLE IF NOT EXISTS snapshots (
     room TEXT NOT NULL, v INTEGER NOT NULL, state BLOB NOT NULL,
     PRIMARY KEY (room, v)) WITHOUT ROWID;
@@ -76,11 +107,39 @@ CREATE TABLE IF NOT EXISTS admin_log (
     cmd_id TEXT PRIMARY KEY, op TEXT NOT NULL, args BLOB NOT NULL,
     result BLOB NOT NULL, ts REAL NOT NULL);
 """
+)
+
+
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """2 -> 3: one row and one blob per version (`_pack_version`) instead of
+    fourteen columns and two indexes on top of the primary key. Rewrites
+    every version, in the opening transaction (all or nothing)."""
+    conn.execute(VERSIONS_TABLE.format(name="versions_v3"))
+    rows = conn.execute(
+        "SELECT room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"
+        " undone, undoes, ts FROM versions ORDER BY room, v"
+    )
+    conn.executemany(
+        "INSERT INTO versions_v3 (room, v, cmd_id, user, undo, rec) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            (room, v, cmd_id, user, int(bool(undoable) and not undone),
+             _pack_fields(op, _unpack(args), _unpack(ops), _unpack(inverse), _unpack(events),
+                          _unpack(result), bool(undoable), undoes, ts))
+            for room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,
+            undone, undoes, ts in rows
+        ),
+    )  # fmt: skip
+    conn.execute("DROP INDEX IF EXISTS versions_cmd")
+    conn.execute("DROP INDEX IF EXISTS versions_undo")
+    conn.execute("DROP TABLE versions")
+    conn.execute("ALTER TABLE versions_v3 RENAME TO versions")
+    conn.execute(VERSIONS_CMD_INDEX)
 
 
 # Schema migrations, by the version they lead from: each brings a database
-# of that version to the next one, inside the opening transaction.
-MIGRATIONS: dict[str, tuple[str, ...]] = {
+# of that version to the next one, inside the opening transaction (SQL
+# statements, or a function of the connection).
+MIGRATIONS: dict[str, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     # 1 -> 2: the room's head version, the fence every commit checks.
     "1": (
         "ALTER TABLE rooms ADD COLUMN head INTEGER NOT NULL DEFAULT 0",
@@ -88,6 +147,7 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "(SELECT max(v) FROM versions WHERE versions.room = rooms.room),"
         " (SELECT max(v) FROM snapshots WHERE snapshots.room = rooms.room), 0)",
     ),
+    "2": (_migrate_2_to_3,),
 }
 
 
@@ -97,6 +157,53 @@ def _pack(value: Any) -> bytes:
 
 def _unpack(blob: bytes) -> Any:
     return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+
+
+def _pack_fields(
+    op: str,
+    args: Any,
+    ops: Any,
+    inverse: Any,
+    events: Any,
+    result: Any,
+    undoable: bool,
+    undoes: int | None,
+    ts: float,
+) -> bytes:
+    return packb(
+        {
+            "op": op,
+            "args": args,
+            "ops": ops,
+            "inverse": inverse,
+            "events": events,
+            "result": result,
+            "undoable": undoable,
+            "undoes": undoes,
+            "ts": ts,
+        }
+    )
+
+
+def _pack_version(r: VersionRecord) -> bytes:
+    """A version's blob: every field but its key columns, by name."""
+    return _pack_fields(
+        r.op, r.args, r.ops, r.inverse, r.events, r.result, r.undoable, r.undoes, r.ts
+    )
+
+
+def _version(room: str, v: int, cmd_id: str | None, user: str, rec: bytes) -> VersionRecord:
+    f = _unpack(rec)
+    return VersionRecord(
+        room=room, v=v, cmd_id=cmd_id, user=user, op=f["op"], args=f["args"], ops=f["ops"],
+        inverse=f["inverse"], events=f["events"], result=f["result"],
+        undoable=f["undoable"], undoes=f.get("undoes"), ts=f["ts"],
+    )  # fmt: skip
+
+
+def _patch_row(v: int, cmd_id: str | None, user: str, rec: bytes) -> PatchRow:
+    f = _unpack(rec)
+    return PatchRow(v, cmd_id, user, f["ops"], f["events"])
 
 
 def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
@@ -110,7 +217,7 @@ def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
 
 
 class _Job:
-    __slots__ = ("fn", "future", "loop", "write")
+    __slots__ = ("fn", "future", "loop", "queued", "write")
 
     def __init__(
         self,
@@ -120,6 +227,7 @@ class _Job:
         future: asyncio.Future[Any],
     ) -> None:
         self.fn, self.write, self.loop, self.future = fn, write, loop, future
+        self.queued = 0.0  # when it reached the storage thread's queue (monotonic)
 
 
 def _resolve(job: _Job, result: Any = None, error: BaseException | None = None) -> None:
@@ -166,13 +274,22 @@ class SqliteStorage:
         synchronous: str = "FULL",
         on_group: Callable[[int], None] | None = None,
         snapshots_kept: int = SNAPSHOTS_KEPT,
+        group_window: float = GROUP_WINDOW_SECONDS,
     ) -> None:
         self.path = Path(data_dir) / DB_FILE
         self.synchronous = synchronous
         self.snapshots_kept = snapshots_kept
         self._on_group = on_group
+        self.group_window = group_window
         self._jobs: deque[_Job | None] = deque()
         self._cv = threading.Condition()
+        # Jobs submitted during the current event-loop iteration, handed to
+        # the storage thread together by one `_hand_off` (one lock, at most
+        # one wake-up) at the end of the iteration.
+        self._outgoing: list[_Job] = []
+        self._gathering = False  # the thread waits out a group-commit window
+        self._group_mean = 1.0
+        self._last_group_end = 0.0
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
 
@@ -233,8 +350,11 @@ class SqliteStorage:
                         f"{self.path}: schema {found} is newer than this server's "
                         f"{SCHEMA_VERSION}; run a newer vtt-sync"
                     )
-                for statement in steps:
-                    conn.execute(statement)
+                for step in steps:
+                    if callable(step):
+                        step(conn)
+                    else:
+                        conn.execute(step)
                 found = str(int(found) + 1)
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (found,))
             conn.execute("COMMIT")
@@ -246,6 +366,7 @@ class SqliteStorage:
     async def close(self) -> None:
         if self._thread is None:
             return
+        self._hand_off()
         with self._cv:
             self._jobs.append(None)
             self._cv.notify()
@@ -259,10 +380,39 @@ class SqliteStorage:
             raise StorageError("storage is closed")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
-        with self._cv:
-            self._jobs.append(_Job(fn, write, loop, fut))
-            self._cv.notify()
+        if not self._outgoing:
+            loop.call_soon(self._hand_off)
+        self._outgoing.append(_Job(fn, write, loop, fut))
         return await fut
+
+    def _hand_off(self) -> None:
+        """Queue this iteration's jobs for the storage thread, and wake it
+        unless it is waiting out a group-commit window (it takes them when
+        the window ends) or busy (it looks at the queue when done)."""
+        jobs, self._outgoing = self._outgoing, []
+        if not jobs:
+            return
+        now = time.monotonic()
+        for job in jobs:
+            job.queued = now
+        with self._cv:
+            self._jobs.extend(jobs)
+            if not self._gathering or len(self._jobs) >= MAX_GROUP_JOBS:
+                self._cv.notify()
+
+    def _gather(self, first: _Job) -> None:
+        """Commits are flowing: wait (the lock released) until the window
+        that opened when `first` was queued ends, or the group is full."""
+        deadline = first.queued + self.group_window
+        self._gathering = True
+        try:
+            while len(self._jobs) + 1 < MAX_GROUP_JOBS:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cv.wait(left)
+        finally:
+            self._gathering = False
 
     def _run(self) -> None:
         conn = self._conn
@@ -274,6 +424,11 @@ class SqliteStorage:
                 first = self._jobs.popleft()
                 if first is None:
                     break
+                if first.write and self.group_window:
+                    if first.queued - self._last_group_end > GROUP_IDLE_WINDOWS * self.group_window:
+                        self._group_mean = 1.0  # idle since: nobody else is writing
+                    elif self._group_mean > GROUP_FLOWING_MEAN:
+                        self._gather(first)
                 group = [first]
                 if first.write:
                     while (
@@ -284,7 +439,9 @@ class SqliteStorage:
                     ):
                         group.append(self._jobs.popleft())  # type: ignore[arg-type]
             if first.write:
+                self._group_mean += GROUP_MEAN_WEIGHT * (len(group) - self._group_mean)
                 self._run_writes(conn, group)
+                self._last_group_end = time.monotonic()
             else:
                 try:
                     _resolve(first, first.fn(conn))
@@ -414,15 +571,14 @@ class SqliteStorage:
             snap = _latest_snapshot(conn, room)
             first = min(snap[0], head_row[0] - recent)
             rows = conn.execute(
-                "SELECT v, cmd_id, user, ops, events FROM versions "
-                "WHERE room = ? AND v > ? ORDER BY v",
+                "SELECT v, cmd_id, user, rec FROM versions WHERE room = ? AND v > ? ORDER BY v",
                 (room, first),
             ).fetchall()
-            log_rows = [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+            log_rows = [_patch_row(*r) for r in rows]
             dedup = [
-                DedupEntry(r[0], r[1], r[2], _unpack(r[3]))
+                DedupEntry(r[0], r[1], r[2], _unpack(r[3])["result"])
                 for r in conn.execute(
-                    "SELECT user, cmd_id, v, result FROM versions "
+                    "SELECT user, cmd_id, v, rec FROM versions "
                     "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL ORDER BY v",
                     (room, head_row[0] - dedup_window),
                 )
@@ -450,28 +606,13 @@ class SqliteStorage:
                 )
             for r in records:
                 conn.execute(
-                    "INSERT INTO versions (room, v, cmd_id, user, op, args, ops, inverse, events,"
-                    " result, undoable, undone, undoes, ts)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-                    (
-                        room,
-                        r.v,
-                        r.cmd_id,
-                        r.user,
-                        r.op,
-                        _pack(r.args),
-                        _pack(r.ops),
-                        _pack(r.inverse),
-                        _pack(r.events),
-                        _pack(r.result),
-                        int(r.undoable),
-                        r.undoes,
-                        r.ts,
-                    ),
+                    "INSERT INTO versions (room, v, cmd_id, user, undo, rec)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (room, r.v, r.cmd_id, r.user, int(r.undoable), _pack_version(r)),
                 )
                 if r.undoes is not None:
                     conn.execute(
-                        "UPDATE versions SET undone = 1 WHERE room = ? AND v = ?", (room, r.undoes)
+                        "UPDATE versions SET undo = 0 WHERE room = ? AND v = ?", (room, r.undoes)
                     )
                 for user in r.token_del:
                     conn.execute("DELETE FROM users WHERE room = ? AND user = ?", (room, user))
@@ -497,11 +638,11 @@ class SqliteStorage:
     async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
         def q(conn: sqlite3.Connection) -> list[PatchRow]:
             rows = conn.execute(
-                "SELECT v, cmd_id, user, ops, events FROM versions "
+                "SELECT v, cmd_id, user, rec FROM versions "
                 "WHERE room = ? AND v > ? AND v <= ? ORDER BY v",
                 (room, after, upto),
             ).fetchall()
-            return [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+            return [_patch_row(*r) for r in rows]
 
         return await self._submit(q, write=False)
 
@@ -516,12 +657,17 @@ class SqliteStorage:
 
     async def undo_target(self, room: str) -> UndoTarget | None:
         def q(conn: sqlite3.Connection) -> UndoTarget | None:
+            # Back along the primary key: the latest versions are the likely
+            # targets (no index of its own, see VERSIONS_TABLE).
             row = conn.execute(
-                "SELECT v, op, user, inverse FROM versions WHERE room = ? AND undoable = 1"
-                " AND undone = 0 ORDER BY v DESC LIMIT 1",
+                "SELECT v, user, rec FROM versions WHERE room = ? AND undo = 1"
+                " ORDER BY v DESC LIMIT 1",
                 (room,),
             ).fetchone()
-            return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
+            if row is None:
+                return None
+            f = _unpack(row[2])
+            return UndoTarget(row[0], f["op"], row[1], f["inverse"])
 
         return await self._submit(q, write=False)
 
@@ -535,20 +681,14 @@ class SqliteStorage:
                 return None
             snap = _latest_snapshot(conn, room)
             versions, undone = [], set()
-            for r in conn.execute(
-                "SELECT v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"
-                " undone, undoes, ts FROM versions WHERE room = ? ORDER BY v",
+            for v, cmd_id, user, undo, rec in conn.execute(
+                "SELECT v, cmd_id, user, undo, rec FROM versions WHERE room = ? ORDER BY v",
                 (room,),
             ):
-                versions.append(
-                    VersionRecord(
-                        room=room, v=r[0], cmd_id=r[1], user=r[2], op=r[3], args=_unpack(r[4]),
-                        ops=_unpack(r[5]), inverse=_unpack(r[6]), events=_unpack(r[7]),
-                        result=_unpack(r[8]), undoable=bool(r[9]), undoes=r[11], ts=r[12],
-                    )
-                )  # fmt: skip
-                if r[10]:
-                    undone.add(r[0])
+                version = _version(room, v, cmd_id, user, rec)
+                versions.append(version)
+                if version.undoable and not undo:
+                    undone.add(v)
             tokens = {
                 user: bytes(token_hash)
                 for user, token_hash in conn.execute(
@@ -592,13 +732,10 @@ class SqliteStorage:
                 (room, dump.snapshot_v, _pack(dump.snapshot)),
             )
             conn.executemany(
-                "INSERT INTO versions (room, v, cmd_id, user, op, args, ops, inverse, events,"
-                " result, undoable, undone, undoes, ts)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO versions (room, v, cmd_id, user, undo, rec) VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (room, r.v, r.cmd_id, r.user, r.op, _pack(r.args), _pack(r.ops),
-                     _pack(r.inverse), _pack(r.events), _pack(r.result), int(r.undoable),
-                     int(r.v in dump.undone), r.undoes, r.ts)
+                    (room, r.v, r.cmd_id, r.user, int(r.undoable and r.v not in dump.undone),
+                     _pack_version(r))
                     for r in dump.versions
                 ],
             )  # fmt: skip
