@@ -43,6 +43,7 @@ SHEET = {
     "abilities": {"str": 10, "dex": 14, "con": 14, "int": 10, "wis": 12, "cha": 8},
 }
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -285,10 +286,9 @@ def pct(values: list[float], q: float) -> float:
 
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
-    if kind == "today":  # the same server from another tree (--base), for A/B in one run
-        env["PYTHONPATH"] = os.path.abspath(ns.base)
-    elif kind != "relay":
-        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if kind != "relay":  # today's: another tree (--base), for A/B in one run
+        tree = os.path.abspath(ns.base) if kind == "today" else os.path.dirname(HERE)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
         if kind == "relay":

@@ -105,14 +105,27 @@ def advance(ctx: Ctx, seconds: int) -> None:
     ctx.emit("clock", **{"from": start}, to=end)
     heap: list[tuple[int, int, int, str]] = []
 
-    def schedule(c: Character) -> None:
+    def schedule(c: Character) -> bool:
+        """Push `c`'s timed rules due by `end`; False if it has none at all."""
+        pending = False
         for rank, (_, due, _) in enumerate(TIMERS):
             t = due(room, c, end)
-            if t is not None and t <= end:
-                heapq.heappush(heap, (t, c.seq, rank, c.id))
+            if t is not None:
+                pending = True
+                if t <= end:
+                    heapq.heappush(heap, (t, c.seq, rank, c.id))
+        return pending
 
-    for c in room.characters.values():
-        schedule(c)
+    # Only the characters that may have a timed rule (`Room.timed`, kept by
+    # Ctx.edit): the others' rules are all None, and a big table's quiet
+    # characters are not asked. Those found with none leave the set.
+    timed = room.characters.keys() if room.timed is None else room.timed
+    still = set()
+    for cid in timed:
+        c = room.characters.get(cid)
+        if c is not None and schedule(c):
+            still.add(cid)
+    room.timed = still
     while heap:
         t, _, rank, cid = heapq.heappop(heap)
         c = room.characters.get(cid)
@@ -124,7 +137,7 @@ def advance(ctx: Ctx, seconds: int) -> None:
         ctx.at = room.clock
         fire(ctx, c)
         ctx.at = None
-        schedule(c)
+        schedule(c)  # (c is in room.timed: Ctx.edit put it there)
     room.clock = end
 
 

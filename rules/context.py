@@ -59,6 +59,9 @@ class Ctx:
 
     # Characters this command has copied already (copy-on-write, Room.copy).
     owned: set[str] = attrs.Factory(set)
+    # Ids of the characters this command changed, added or removed (every
+    # other one is still the caller's object): `Outcome.touched`.
+    touched: set[str] = attrs.Factory(set)
 
     def char(self, cid: str) -> Character:
         """A character to read (and to change: see `edit`)."""
@@ -74,7 +77,22 @@ class Ctx:
         if cid not in self.owned:
             self.room.characters[cid] = self.room.characters[cid].copy()
             self.owned.add(cid)
+            self.touched.add(cid)
+            if self.room.timed is not None:  # it may start a timed rule (clock.py)
+                self.room.timed.add(cid)
         return self.room.characters[cid]
+
+    def add_character(self, c: Character) -> None:
+        """Put a new character in the room (it is this command's own)."""
+        self.room.characters[c.id] = c
+        self.owned.add(c.id)
+        self.touched.add(c.id)
+        if self.room.timed is not None:
+            self.room.timed.add(c.id)
+
+    def remove_character(self, cid: str) -> None:
+        del self.room.characters[cid]
+        self.touched.add(cid)
 
     def edit_users(self) -> None:
         """Give this command its own users map before changing it."""

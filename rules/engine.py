@@ -91,6 +91,9 @@ class Outcome:
     result: dict[str, Any]
     effects: tuple[Effect, ...] = ()
     undoable: bool = True
+    # The characters the command changed, added or removed (`Ctx.touched`):
+    # every other one is the very object of the room it was applied to.
+    touched: frozenset[str] = frozenset()
 
 
 def _c(ctx: Ctx, a: dict[str, Any], key: str = "char"):
@@ -352,7 +355,14 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
                 raise RuleBroken(f"{c.name} is dead (D6)")
     ctx = Ctx(room.copy(), dice, actor)
     spec.handler(ctx, a)  # Ctx.emit refuses past MAX_EVENTS: the room is a copy
-    return Outcome(ctx.room, ctx.events, ctx.result, tuple(ctx.effects), spec.undoable)
+    return Outcome(
+        ctx.room,
+        ctx.events,
+        ctx.result,
+        tuple(ctx.effects),
+        spec.undoable,
+        frozenset(ctx.touched),
+    )
 
 
 def authorize_undo(actor: Actor) -> None:

@@ -10,6 +10,7 @@ every client shows the same numbers, and are recomputed, never read, by
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import attrs
@@ -24,6 +25,12 @@ REST_KINDS = ("short", "night", "bed")
 
 HOUR = 3600
 DEFAULT_ROUND_SECONDS = 6  # RULES.md: a round lasts 6 s of world time by default
+
+# From this many characters up, `Room.to_dict(since=..., touched=...)` copies
+# the old characters map and redoes only the touched ones, instead of
+# walking every character; below, the walk is as cheap (measured with
+# bench/rules_bench.py: the two meet around a dozen characters).
+TOUCHED_CUTOVER = 16
 
 
 def default_shown(owner_role: str | None) -> str:
@@ -215,6 +222,12 @@ class Room:
     # never reused within a room (a reused id would confuse retries and logs).
     next_seq: int = 1
     next_user: int = 1
+    # Ids of the characters that may have a timed rule pending (clock.py's
+    # scheduler asks only these): a superset, kept by `Ctx.edit` (a changed
+    # character joins it) and pruned by the scheduler. None: not known yet
+    # (a room read from a dict), the first advance asks every character.
+    # Not part of the state: no equality, no dict form.
+    timed: set[str] | None = attrs.field(default=None, eq=False, repr=False)
 
     def copy(self) -> Room:
         """A copy-on-write copy for one command: the characters map is new
@@ -235,6 +248,7 @@ class Room:
             dict(self.characters),
             self.next_seq,
             self.next_user,
+            None if self.timed is None else set(self.timed),
         )
 
     def in_combat(self, cid: str) -> bool:
@@ -245,22 +259,45 @@ class Room:
         """Characters in character order (seq), which breaks every tie."""
         return sorted(self.characters.values(), key=lambda c: c.seq)
 
-    def to_dict(self, since: tuple[Room, dict[str, Any]] | None = None) -> dict[str, Any]:
+    def to_dict(
+        self,
+        since: tuple[Room, dict[str, Any]] | None = None,
+        touched: Collection[str] | None = None,
+    ) -> dict[str, Any]:
         """The dict form. With `since=(old_room, old_dict)`, a character equal
         to its old self reuses its old dict object, so that `diff` skips it
         at once (`is`): the server's per-command cost then follows what
-        changed, not the size of the table."""
+        changed, not the size of the table. With `touched` too (the ids of
+        the characters a command may have changed, added or removed:
+        `Outcome.touched`; every other one is the very object of
+        `old_room`), a big table's map is the old one copied and only those
+        redone, with no walk over the others."""
         old = since[0] if since is not None else None
         old_dict: dict[str, Any] = since[1] if since is not None else {}
         old_chars = old.characters if old is not None else {}
         old_dicts = old_dict.get("characters", {})
-        chars = {}
-        for cid, c in self.characters.items():
-            before = old_chars.get(cid)
-            if before is not None and (before is c or before == c) and cid in old_dicts:
-                chars[cid] = old_dicts[cid]
-            else:
-                chars[cid] = c.to_dict()
+        if (
+            touched is not None
+            and len(old_chars) >= TOUCHED_CUTOVER
+            and len(old_dicts) == len(old_chars)
+        ):
+            chars = dict(old_dicts)
+            for cid in touched:
+                c = self.characters.get(cid)
+                if c is None:
+                    chars.pop(cid, None)
+                    continue
+                before = old_chars.get(cid)
+                if before is None or not (before is c or before == c) or cid not in old_dicts:
+                    chars[cid] = c.to_dict()
+        else:
+            chars = {}
+            for cid, c in self.characters.items():
+                before = old_chars.get(cid)
+                if before is not None and (before is c or before == c) and cid in old_dicts:
+                    chars[cid] = old_dicts[cid]
+                else:
+                    chars[cid] = c.to_dict()
         combat = None if self.combat is None else self.combat.to_dict()
         if combat is not None and combat == old_dict.get("combat"):
             combat = old_dict["combat"]

@@ -75,7 +75,7 @@ def add_character(ctx: Ctx, a: dict[str, Any]) -> None:
     if problems:
         raise RuleBroken(f"cannot add {c.name}: {'; '.join(problems)}")
     room.next_seq += 1
-    room.characters[cid] = c
+    ctx.add_character(c)
     ctx.result["char"] = cid
     ctx.emit("character", char=cid, change="added", name=c.name)
 
@@ -104,10 +104,9 @@ def update_character(ctx: Ctx, c: Character, changes: dict[str, Any]) -> None:
 
 
 def remove_character(ctx: Ctx, c: Character) -> None:
-    room = ctx.room
     stop_tending_by(ctx, c, "removed")
     leave_combat(ctx, c.id)
-    del room.characters[c.id]
+    ctx.remove_character(c.id)
     ctx.emit("character", char=c.id, change="removed", name=c.name)
 
 

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules import Refused, Room, SeededDice, apply, apply_ops, diff, violations
+from rules.clock import TIMERS
+from rules.testing import SHEET
 from tests.helpers.table import Table
 
 CHARS = ["c1", "c2", "c3", "c4"]
@@ -168,3 +170,58 @@ def test_T2_one_jump_equals_many_steps(commands, steps, seed):
     for s in steps:
         many = apply(many, "advance_clock", {"seconds": s}, t.gm, dice).room
     assert one.to_dict() == many.to_dict()
+
+
+BIG_EXTRA = 16  # bystanders: the table is past rules.model.TOUCHED_CUTOVER
+
+
+def pending_timers(room: Room) -> set[str]:
+    """Characters with any timed rule pending (clock.TIMERS), asked directly."""
+    far = room.clock + 10**9
+    return {
+        c.id
+        for c in room.characters.values()
+        if any(due(room, c, far) is not None for _, due, _ in TIMERS)
+    }
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            COMMANDS,
+            st.tuples(st.just("remove_character"), st.fixed_dictionaries({"char": cid})),
+            st.tuples(st.just("add_character"), st.just({**SHEET, "name": "Late"})),
+        ),
+        max_size=30,
+    ),
+    st.integers(0, 2**32),
+)
+def test_a_big_table_diffs_only_what_a_command_touched(commands, seed):
+    """Past the cutover, `to_dict(since, touched)` and `diff(..., touched)`
+    give the full forms' results, and the scheduler's index of characters
+    with timed rules (`Room.timed`) misses none: advancing with it equals
+    advancing a copy that asks every character (T2)."""
+    t = fresh_table()
+    for i in range(BIG_EXTRA):
+        t.add(f"Bystander {i}")
+    dice = SeededDice(seed)
+    for op, args in commands:
+        before, old_room = t.room.to_dict(), t.room
+        try:
+            out = apply(t.room, op, args, t.gm, dice)
+        except Refused:
+            continue
+        t.room = out.room
+        d = t.room.to_dict(since=(old_room, before), touched=out.touched)
+        assert d == t.room.to_dict()
+        ops = diff(before, d, touched={"characters": out.touched})
+        assert apply_ops(copy.deepcopy(before), ops) == d
+        assert sorted(map(repr, ops)) == sorted(map(repr, diff(before, d)))
+        if t.room.timed is not None:
+            assert pending_timers(t.room) <= t.room.timed
+    unindexed = Room.from_dict(t.room.to_dict())  # timed unknown: every character asked
+    for seconds in (6, 3600, 30 * 3600):
+        a = apply(t.room, "advance_clock", {"seconds": seconds}, t.gm, SeededDice(seed))
+        b = apply(unindexed, "advance_clock", {"seconds": seconds}, t.gm, SeededDice(seed))
+        assert a.room.to_dict() == b.room.to_dict() and a.events == b.events
