@@ -375,7 +375,8 @@ async def _cmd(ns: argparse.Namespace, url: str, token: str, room: str | None) -
         await client.close()
     # The ack returns once the mirror holds its version, so its patch is here
     # (absent only for a `dup` retry whose patch predates this connection).
-    events = patches.get(ack.get("v"), {}).get("events", []) if ack.get("v") else []
+    v = ack.get("v")
+    events = patches.get(v, {}).get("events", []) if isinstance(v, int) else []
     if ns.json:
         _print_json({**ack, "events": events} if ns.events else ack)
         return EXIT_OK
