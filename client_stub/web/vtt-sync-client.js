@@ -25,6 +25,7 @@ export const CLOSE_CODES = Object.freeze({
   shutdown: 1001,
   policy: 1008,
   too_big: 1009,
+  internal: 1011,
   service_restart: 1012,
   too_slow: 1013,
   redirect: 4302,
