@@ -31,7 +31,7 @@ from sync_server.core.limits import IMPORT_IDLE_SECONDS, Limits
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.rooms import Rooms
 from sync_server.ops.metrics import Metrics
-from sync_server.storage import AdminRecord, Storage, StorageError, transfer
+from sync_server.storage import AdminRecord, Storage, TokenInUse, transfer
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
@@ -226,10 +226,8 @@ class Admin:
             else:
                 await store()
                 self.rooms.created(dump.room)
-        except StorageError as exc:
-            if "already used" in str(exc):
-                return protocol.error("conflict", str(exc), cmd_id)
-            raise
+        except TokenInUse as exc:
+            return protocol.error("conflict", str(exc), cmd_id)
         log.info(
             "room %s imported at v%d (%d versions, tokens %s)%s",
             dump.room,
