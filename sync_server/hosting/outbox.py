@@ -90,15 +90,13 @@ class Outbox:
         """Send a message shared with other clients (the bus calls this)."""
         if self.closing:
             return
-        viewer = self.viewer
-        key = message.key(viewer)
-        data = message.data(self.codec, key, viewer)
+        data, frame = message.wire(self.codec, self.viewer)
         if self._buffered() + len(data) > self.max_bytes:
             self.abort(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with since")
             if self._on_too_slow is not None:
                 self._on_too_slow()
             return
-        if self._raw is None or not self._raw(message.ws_frame(self.codec, key, viewer)):
+        if self._raw is None or not self._raw(frame):
             try:
                 broadcast([self.ws], data, text=self._text)
             except Exception:  # a test double, or a connection gone meanwhile
