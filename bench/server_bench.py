@@ -287,8 +287,8 @@ def pct(values: list[float], q: float) -> float:
 
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
-    if kind != "relay":  # today's: another tree (--base), for A/B in one run
-        tree = os.path.abspath(ns.base) if kind == "today" else os.path.dirname(HERE)
+    if kind != "relay":  # or another tree's code (--base), for A/B in one run
+        tree = ns.trees.get(kind, os.path.dirname(HERE))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
@@ -377,7 +377,8 @@ def main() -> None:
     ap.add_argument(
         "--base",
         help="a tree of other code (e.g. `git worktree add --detach ../base main`): runs it as "
-        "`today` interleaved with this tree's vtt-sync in every round, and prints new/today",
+        "`today` interleaved with this tree's vtt-sync in every round, and prints new/today; "
+        "or several, NAME=PATH,NAME=PATH (the first is `today` for the ratios)",
     )
     ap.add_argument(
         "--characters", type=int, default=5, help="characters per room (>= 5: bystanders added)"
@@ -386,8 +387,12 @@ def main() -> None:
     ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
     ns.seconds, ns.runs = min(ns.seconds, 60.0), min(ns.runs, 20)
     kinds = [ns.only] if ns.only else ["relay", "vtt-sync"]
+    ns.trees = {}
+    for i, item in enumerate(filter(None, (ns.base or "").split(","))):
+        name, _, path = item.rpartition("=")
+        ns.trees[name or ("today" if i == 0 else f"base{i}")] = os.path.abspath(path)
     if ns.base:
-        kinds = ["today", "vtt-sync"] if ns.only else ["relay", "today", "vtt-sync"]
+        kinds = [*ns.trees, "vtt-sync"] if ns.only else ["relay", *ns.trees, "vtt-sync"]
     if ns.views:
         kinds.append("secrets")
     results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
@@ -403,17 +408,18 @@ def main() -> None:
         f" vtt-sync synchronous={ns.synchronous}"
     )
     if ns.base:
-        print(f"{'':20}" + "".join(f"{k:>12}" for k in kinds) + f"{'new/today':>11}")
+        today = next(iter(ns.trees))
+        print(f"{'':20}" + "".join(f"{k:>12}" for k in kinds) + f"{'new/' + today:>11}")
         for field, (label, _) in ROWS.items():
-            a, b = med["today"][field], med["vtt-sync"][field]
+            a, b = med[today][field], med["vtt-sync"][field]
             ratio = f"{b / a:10.2f}x" if a else f"{'-':>11}"
             print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds) + ratio)
         if ns.runs > 1:  # the spread: the ratio round by round (interleaved pairs)
             pairs = [
                 f"{n['cpu_us_per_cmd'] / t['cpu_us_per_cmd']:.2f}"
-                for t, n in zip(results["today"], results["vtt-sync"], strict=True)
+                for t, n in zip(results[today], results["vtt-sync"], strict=True)
             ]
-            print(f"CPU/cmd new/today per round: {' '.join(pairs)}")
+            print(f"CPU/cmd new/{today} per round: {' '.join(pairs)}")
         return
     if len(kinds) == 1:
         for field, (label, _) in ROWS.items():
