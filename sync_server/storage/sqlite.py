@@ -38,12 +38,13 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
+from sync_server.storage.base import backfill_views
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
 
 DB_FILE = "vtt-sync.sqlite3"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 # Bytes the WAL file is truncated to after a checkpoint: without a limit it
 # keeps the size of the largest transaction it ever held.
@@ -111,29 +112,51 @@ CREATE TABLE IF NOT EXISTS admin_log (
 )
 
 
-def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
-    """2 -> 3: one row and one blob per version (`_pack_version`) instead of
-    fourteen columns and two indexes on top of the primary key. Rewrites
+def _backfill_views(conn: sqlite3.Connection) -> None:
+    """2 -> 3: each version's views for the viewers who do not see
+    everything (`storage.base.version_views`), rebuilt from the log and the
+    latest snapshot of each room; NULL stays where every viewer gets the
+    plain patch."""
+    for (room,) in conn.execute("SELECT room FROM rooms").fetchall():
+        snap_v, snap = _latest_snapshot(conn, room)
+        rows = conn.execute(
+            "SELECT v, ops, inverse, events FROM versions WHERE room = ? ORDER BY v", (room,)
+        ).fetchall()
+        views = backfill_views(
+            snap_v,
+            _unpack(snap),
+            ((r[0], _unpack(r[1]), _unpack(r[2]), _unpack(r[3])) for r in rows),
+        )
+        conn.executemany(
+            "UPDATE versions SET views = ? WHERE room = ? AND v = ?",
+            [(_pack(found), room, v) for v, found in views.items() if found is not None],
+        )
+
+
+def _one_blob_per_version(conn: sqlite3.Connection) -> None:
+    """3 -> 4: one row and one blob per version (`_pack_version`) instead of
+    fifteen columns and two indexes on top of the primary key. Rewrites
     every version, in the opening transaction (all or nothing)."""
-    conn.execute(VERSIONS_TABLE.format(name="versions_v3"))
+    conn.execute(VERSIONS_TABLE.format(name="versions_v4"))
     rows = conn.execute(
         "SELECT room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"
-        " undone, undoes, ts FROM versions ORDER BY room, v"
+        " undone, undoes, ts, views FROM versions ORDER BY room, v"
     )
     conn.executemany(
-        "INSERT INTO versions_v3 (room, v, cmd_id, user, undo, rec) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO versions_v4 (room, v, cmd_id, user, undo, rec) VALUES (?, ?, ?, ?, ?, ?)",
         (
             (room, v, cmd_id, user, int(bool(undoable) and not undone),
              _pack_fields(op, _unpack(args), _unpack(ops), _unpack(inverse), _unpack(events),
-                          _unpack(result), bool(undoable), undoes, ts))
+                          _unpack(result), bool(undoable), undoes, ts,
+                          None if views is None else _unpack(views)))
             for room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,
-            undone, undoes, ts in rows
+            undone, undoes, ts, views in rows
         ),
     )  # fmt: skip
     conn.execute("DROP INDEX IF EXISTS versions_cmd")
     conn.execute("DROP INDEX IF EXISTS versions_undo")
     conn.execute("DROP TABLE versions")
-    conn.execute("ALTER TABLE versions_v3 RENAME TO versions")
+    conn.execute("ALTER TABLE versions_v4 RENAME TO versions")
     conn.execute(VERSIONS_CMD_INDEX)
 
 
@@ -148,7 +171,11 @@ MIGRATIONS: dict[str, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
         "(SELECT max(v) FROM versions WHERE versions.room = rooms.room),"
         " (SELECT max(v) FROM snapshots WHERE snapshots.room = rooms.room), 0)",
     ),
-    "2": (_migrate_2_to_3,),
+    # 2 -> 3: what viewers who do not see everything get of each version, so
+    # resumes and history after a restart are their views (docs/views.md).
+    "2": ("ALTER TABLE versions ADD COLUMN views BLOB", _backfill_views),
+    # 3 -> 4: one blob per version (VERSIONS_TABLE).
+    "3": (_one_blob_per_version,),
 }
 
 
@@ -170,26 +197,28 @@ def _pack_fields(
     undoable: bool,
     undoes: int | None,
     ts: float,
+    views: Any,
 ) -> bytes:
-    return packb(
-        {
-            "op": op,
-            "args": args,
-            "ops": ops,
-            "inverse": inverse,
-            "events": events,
-            "result": result,
-            "undoable": undoable,
-            "undoes": undoes,
-            "ts": ts,
-        }
-    )
+    fields = {
+        "op": op,
+        "args": args,
+        "ops": ops,
+        "inverse": inverse,
+        "events": events,
+        "result": result,
+        "undoable": undoable,
+        "undoes": undoes,
+        "ts": ts,
+    }
+    if views is not None:  # most versions: every viewer gets the plain patch
+        fields["views"] = views
+    return packb(fields)
 
 
 def _pack_version(r: VersionRecord) -> bytes:
     """A version's blob: every field but its key columns, by name."""
     return _pack_fields(
-        r.op, r.args, r.ops, r.inverse, r.events, r.result, r.undoable, r.undoes, r.ts
+        r.op, r.args, r.ops, r.inverse, r.events, r.result, r.undoable, r.undoes, r.ts, r.views
     )
 
 
@@ -198,13 +227,13 @@ def _version(room: str, v: int, cmd_id: str | None, user: str, rec: bytes) -> Ve
     return VersionRecord(
         room=room, v=v, cmd_id=cmd_id, user=user, op=f["op"], args=f["args"], ops=f["ops"],
         inverse=f["inverse"], events=f["events"], result=f["result"],
-        undoable=f["undoable"], undoes=f.get("undoes"), ts=f["ts"],
+        undoable=f["undoable"], undoes=f.get("undoes"), ts=f["ts"], views=f.get("views"),
     )  # fmt: skip
 
 
 def _patch_row(v: int, cmd_id: str | None, user: str, rec: bytes) -> PatchRow:
     f = _unpack(rec)
-    return PatchRow(v, cmd_id, user, f["ops"], f["events"])
+    return PatchRow(v, cmd_id, user, f["ops"], f["events"], f.get("views"))
 
 
 def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:

@@ -3,9 +3,9 @@
 `data/sqlite_schema2.sql` is the dump of a database written by the server
 of schema 2 (one column per field of a version, two indexes), with what that
 server exported of its room in `data/sqlite_schema2.json`: a room of 22
-versions, three snapshots, an undo, a rotated token. Schema 3 keeps one
-blob per version; the migration must keep every version, the undo marks,
-the dedup window and the tokens.
+versions, three snapshots, an undo, a rotated token. Schema 4 keeps one
+blob per version (after schema 3's column of views); the migrations must
+keep every version, the undo marks, the dedup window and the tokens.
 """
 
 from __future__ import annotations
