@@ -53,6 +53,25 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(system CPU seconds of the process, CPU seconds of its threads but
+    the event loop's, i.e. SQLite's storage thread): where the server's CPU
+    goes, the kernel's share (syscalls, fsync) and the storage thread's."""
+    with open(f"/proc/{pid}/stat") as f:
+        system = int(f.read().rsplit(")", 1)[1].split()[12]) / CLK_TCK
+    storage = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        if tid == str(pid):  # the main thread: the event loop
+            continue
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        storage += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return system, storage
+
+
 def start(
     args: list[str], pattern: str, env: dict[str, str], log: str
 ) -> tuple[subprocess.Popen, str]:
@@ -192,6 +211,7 @@ async def drive(
     seconds: float,
     relay: bool,
     pid: int,
+    rate: float = 0.0,
 ) -> dict[str, Any]:
     """Connect every client, run every room's GM loop for `seconds`, and
     measure; the server's and this process's CPU are read around the loops
@@ -214,7 +234,12 @@ async def drive(
         nonlocal errors
         gm = group[0]
         n = 0
+        gap = len(peers) / rate if rate else 0.0  # --rate: each GM sends on a schedule
+        due = time.perf_counter() + gap * r / max(len(peers), 1)
         while time.perf_counter() < stop:
+            if gap:
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                due += gap
             n += 1
             k = n % 4
             if relay:
@@ -238,13 +263,14 @@ async def drive(
 
     groups0 = (0.0, 0.0) if relay else commit_groups(url)
     jobs = groups = 0.0
-    cpu0, own0 = cpu_seconds(pid), time.process_time()
+    cpu0, own0, split0 = cpu_seconds(pid), time.process_time(), cpu_split(pid)
     t_start = time.perf_counter()
     async with asyncio.timeout(seconds + 60):
         await asyncio.gather(*(gm_loop(g, r) for r, g in enumerate(peers)))
     elapsed = time.perf_counter() - t_start
     await asyncio.sleep(0.3)  # let the last patches land
     cpu, own = cpu_seconds(pid) - cpu0, time.process_time() - own0
+    system, storage = (a - b for a, b in zip(cpu_split(pid), split0, strict=True))
     latencies, missing = [], 0
     for group, t0, v in sent:
         arrivals = [a for a in (p.arrived.get(v) for p in group) if a is not None]
@@ -265,6 +291,8 @@ async def drive(
         "p50_ms": pct(latencies, 0.5) * 1e3,
         "p99_ms": pct(latencies, 0.99) * 1e3,
         "cpu_us_per_cmd": cpu / max(n, 1) * 1e6,
+        "system_us_per_cmd": system / max(n, 1) * 1e6,
+        "storage_us_per_cmd": storage / max(n, 1) * 1e6,
         "server_cpu_pct": cpu / elapsed * 100,
         "loadgen_cpu_pct": own / elapsed * 100,
         "errors": errors + missing,
@@ -332,7 +360,7 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
-            return asyncio.run(drive(url, tokens, ns.seconds, kind == "relay", proc.pid))
+            return asyncio.run(drive(url, tokens, ns.seconds, kind == "relay", proc.pid, ns.rate))
         finally:
             proc.terminate()
             proc.wait(10)
@@ -345,6 +373,8 @@ ROWS = {
     "p50_ms": ("p50 ms", ""),
     "p99_ms": ("p99 ms", "<= 2x"),
     "cpu_us_per_cmd": ("server CPU us/cmd", "<= 3x"),
+    "system_us_per_cmd": ("  of which kernel", ""),
+    "storage_us_per_cmd": ("  other threads", ""),
     "server_cpu_pct": ("server CPU %", ""),
     "loadgen_cpu_pct": ("load gen CPU %", ""),
     "errors": ("errors", ""),
@@ -380,6 +410,13 @@ def main() -> None:
         help="a tree of other code (e.g. `git worktree add --detach ../base main`): runs it as "
         "`today` interleaved with this tree's vtt-sync in every round, and prints new/today; "
         "or several, NAME=PATH,NAME=PATH (the first is `today` for the ratios)",
+    )
+    ap.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="commands/s offered in all (each GM on a schedule, a late one sends at once) "
+        "instead of closed loops at full speed: CPU per command at the same load for all",
     )
     ap.add_argument(
         "--characters", type=int, default=5, help="characters per room (>= 5: bystanders added)"
