@@ -7,7 +7,8 @@ Drives `RoomCore` (evaluate + commit: rules.apply, the dict form, diff,
 invert, views check, the version record) with server_bench's GM loop
 (damage/heal an NPC, heal a PC, end_turn in a 4-character combat, a
 minute of world time), in a room of 4 PCs and the NPC plus bystanders
-nobody touches. No socket, no storage: the part of a command that may
+nobody touches, every character shown in full (as there: no per-role
+views to build). No socket, no storage: the part of a command that may
 grow with the room. Prints us/command (thread CPU time, medians of
 --repeat) per size and each size's ratio to the smallest. With --base,
 the same script runs on another tree's code in a child process, round by
@@ -51,10 +52,13 @@ def measure(size: int, commands: int) -> float:
         core.commit()
         return d.reply
 
-    pcs = [run("add_character", **SHEET, name=f"PC{i}")["result"]["char"] for i in range(4)]
-    npc = run("add_character", **SHEET, name="NPC")["result"]["char"]
+    pcs = [
+        run("add_character", **SHEET, name=f"PC{i}", shown="full")["result"]["char"]
+        for i in range(4)
+    ]
+    npc = run("add_character", **SHEET, name="NPC", shown="full")["result"]["char"]
     for i in range(max(0, size - 5)):
-        run("add_character", **SHEET, name=f"B{i}")
+        run("add_character", **SHEET, name=f"B{i}", shown="full")
     run("combat_start", order=pcs)
 
     def one(n: int) -> None:

@@ -3,9 +3,18 @@
 One thread owns the one connection and runs every job in submission order.
 Consecutive write jobs found waiting are committed in ONE transaction
 (group commit): when several rooms, or a burst in one room, wait on the
-disk, they share a single fsync. Each job runs inside a SAVEPOINT, so one
-failing job (a constraint, say) is rolled back alone and the others still
-commit. A job's future is resolved only after COMMIT returned.
+disk, they share a single fsync. While commits are flowing (recent groups
+held more than one job) the thread waits up to GROUP_WINDOW_SECONDS after
+a group's first job for more to join it; a lone writer never waits. The
+event loop hands the jobs of one loop iteration over together (one lock,
+at most one wake-up). If a job fails, the group is replayed with a
+SAVEPOINT per job, so only the failing job is refused. A job's future is
+resolved only after COMMIT returned (synchronous=FULL by default: after
+the fsync).
+
+A version is one row: its key, the columns a query selects on, and one
+blob holding the rest by field name (VERSIONS_TABLE), so a field added
+later (the views of schema 3) needs no new column.
 """
 
 from __future__ import annotations
