@@ -455,14 +455,16 @@ class Client:
             await asyncio.sleep(delay)
 
     async def _session(self, url: str) -> None:
+        # No `ssl` argument at all unless a context is given: websockets then
+        # uses the system's authorities for wss:// (ssl=None would mean none).
+        tls: dict[str, Any] = {} if self.ssl_context is None else {"ssl": self.ssl_context}
         ws = await connect(
             url,
             subprotocols=[SUBPROTOCOLS[self.proto]],  # type: ignore[list-item]
             open_timeout=self.open_timeout,
             max_size=64 * 1024 * 1024,
             user_agent_header="vtt-sync-client",
-            # (no `ssl` argument at all: websockets then uses the system's authorities)
-            **({"ssl": self.ssl_context} if self.ssl_context is not None else {}),
+            **tls,
         )
         self._ws = ws
         try:

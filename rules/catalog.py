@@ -17,42 +17,74 @@ from __future__ import annotations
 
 import difflib
 import json
-import shlex
+import re
 from typing import Any
 
 import attrs
 
 from rules.engine import ADMIN_OPS, LOG_OPS, OWNER_OR_GM, UNTEND, G
 from rules.engine import OPS as TABLE
+from rules.errors import InvalidArgs
 from rules.validate import BOOL, Arg, Kind, _int, _str, optional
 
-# Room ids and names of create_room (the server checks them: sync_server/core/limits.py,
-# ROOM_ID_PATTERN and MAX_ROOM_NAME; tests/rules/test_catalog.py compares).
-MAX_ROOM_ID = 64  # ids travel in every hello and URL
-MAX_ROOM_NAME = 100  # shown in the page's title bar
+# --- the arguments of the ops the server handles itself ------------------------
+# Their one home: the server checks admin commands with these kinds
+# (`rules.validate.check_args`), and `sync_server/core/limits.py` lists the
+# limits with every other one.
+
+# Room ids appear in URLs, paths and every hello: short and plain.
+MAX_ROOM_ID = 64
+ROOM_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+_ROOM_ID_RE = re.compile(ROOM_ID_PATTERN)
+# Names given to create_room: shown in the page's title bar.
+MAX_ROOM_NAME = 100
+# An upload id of import_room: chosen by the client, like a command id.
+MAX_UPLOAD_ID = 64
+
+# The largest room file `import_room` takes. The server holds the whole file
+# (and then its parsed form, several times larger) in memory while it checks
+# it: 64 MiB is a room of ~100,000 logged versions, far beyond a long
+# campaign, and bounded on a small server.
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+# Characters of the file per `import_room` part. Frames from clients are at
+# most 64 KiB; the file is ASCII JSON, which the JSON subprotocol may escape
+# to up to twice its size (each quote gains a backslash): 30,000 fits either
+# subprotocol with room for the frame's envelope.
+IMPORT_CHUNK_CHARS = 30_000
+# Parts of one import: the file's bound over the part size, rounded up.
+MAX_IMPORT_PARTS = -(-MAX_IMPORT_BYTES // IMPORT_CHUNK_CHARS)
 
 
-def _no_check(name: str, value: Any) -> Any:  # the server checks these, not the engine
-    return value
+def valid_room_id(value: Any) -> bool:
+    return isinstance(value, str) and _ROOM_ID_RE.fullmatch(value) is not None
+
+
+def _check_room_id(name: str, value: Any) -> str:
+    if not valid_room_id(value):
+        raise InvalidArgs(f"{name} must be 1-{MAX_ROOM_ID} letters, digits, '_', '-' or '.'")
+    room: str = value
+    return room
+
+
+def _check_room_name(name: str, value: Any) -> str:
+    if not (isinstance(value, str) and value.strip() and len(value) <= MAX_ROOM_NAME):
+        raise InvalidArgs(f"{name} must be a non-empty string of at most {MAX_ROOM_NAME}")
+    text: str = value
+    return text
 
 
 ROOM_ID = Kind(
-    _no_check,
+    _check_room_id,
     "id",
     1,
     MAX_ROOM_ID,
     note="letters, digits, '_', '-', '.', starting with a letter or digit",
 )
-ROOM_NAME = attrs.evolve(_str(1, MAX_ROOM_NAME), check=_no_check)
-
-# import_room's parts (the server's limits.py: IMPORT_CHUNK_CHARS,
-# MAX_IMPORT_PARTS; tests/rules/test_catalog.py compares).
-IMPORT_CHUNK_CHARS = 30_000
-MAX_IMPORT_PARTS = 2237
-UPLOAD_ID = attrs.evolve(_str(1, 64, "id"), check=_no_check)
-IMPORT_PART = attrs.evolve(_int(0, MAX_IMPORT_PARTS - 1), check=_no_check)
-IMPORT_PARTS = attrs.evolve(_int(1, MAX_IMPORT_PARTS), check=_no_check)
-IMPORT_DATA = attrs.evolve(_str(1, IMPORT_CHUNK_CHARS), check=_no_check)
+ROOM_NAME = attrs.evolve(_str(1, MAX_ROOM_NAME), check=_check_room_name)
+UPLOAD_ID = _str(1, MAX_UPLOAD_ID, "id")
+IMPORT_PART = _int(0, MAX_IMPORT_PARTS - 1)
+IMPORT_PARTS = _int(1, MAX_IMPORT_PARTS)
+IMPORT_DATA = _str(1, IMPORT_CHUNK_CHARS)
 
 
 @attrs.frozen
@@ -788,25 +820,3 @@ def describe_arg(arg: Arg) -> tuple[str, str]:
 def suggest(op: str) -> list[str]:
     """The known ops nearest to a mistyped one."""
     return difflib.get_close_matches(op, all_ops(), n=3, cutoff=0.6)
-
-
-def _reads_as_text(s: str) -> bool:
-    """The CLI reads a value as JSON when it parses: "3" would be a number."""
-    try:
-        json.loads(s)
-    except ValueError:
-        return True
-    return False
-
-
-def cli_example(op: str, args: dict[str, Any]) -> str:
-    """The `vtt-sync client cmd` line sending `op` with `args`."""
-    parts = ["vtt-sync", "client", "cmd", op]
-    for k, v in args.items():
-        text = v if isinstance(v, str) and _reads_as_text(v) else json.dumps(v)
-        pair = f"{k}={text}"
-        if "'" in pair and not any(ch in pair for ch in '"$`\\!'):
-            parts.append(f'"{pair}"')  # reads better than shlex's '"'"'
-        else:
-            parts.append(shlex.quote(pair))
-    return " ".join(parts)

@@ -115,9 +115,9 @@ def advance(ctx: Ctx, seconds: int) -> None:
         schedule(c)
     while heap:
         t, _, rank, cid = heapq.heappop(heap)
-        c = room.characters.get(cid)
+        current = room.characters.get(cid)
         _, due, fire = TIMERS[rank]
-        if c is None or due(room, c, end) != t:
+        if current is None or due(room, current, end) != t:
             continue  # stale: the character changed since this was scheduled
         c = ctx.edit(cid)
         room.clock = max(room.clock, t)

@@ -20,7 +20,7 @@ from rules.damage import damage
 from rules.dice import Dice
 from rules.effects import Effect
 from rules.errors import Forbidden, NotFound, RuleBroken, UnknownOp
-from rules.model import Room, User
+from rules.model import Character, Room, User
 from rules.rest import end_rest, start_rest
 from rules.validate import (
     ABILITY,
@@ -96,7 +96,7 @@ class Outcome:
     undoable: bool = True
 
 
-def _c(ctx: Ctx, a: dict[str, Any], key: str = "char"):
+def _c(ctx: Ctx, a: dict[str, Any], key: str = "char") -> Character:
     return ctx.edit(a[key])
 
 

@@ -163,7 +163,7 @@ def _choice(*options: str) -> Kind:
 
 
 def _list(item: Kind, lo: int, hi: int) -> Kind:
-    def check(name: str, v: Any) -> list:
+    def check(name: str, v: Any) -> list[Any]:
         if type(v) is not list:
             raise InvalidArgs(f"{name} must be a list, not {_kind(v)}")
         if not lo <= len(v) <= hi:

@@ -113,9 +113,10 @@ def shown_of(char: dict[str, Any], users: dict[str, Any]) -> str:
     """A character dict's `shown`. A state written before `shown` existed has
     none: it then gets the default of its owner's role, as `from_dict` does."""
     shown = char.get("shown")
-    if shown is not None:
+    if isinstance(shown, str):
         return shown
-    user = users.get(char.get("owner")) if char.get("owner") is not None else None
+    owner = char.get("owner")
+    user = users.get(owner) if isinstance(owner, str) else None
     return default_shown(None if user is None else user.get("role"))
 
 
@@ -248,7 +249,7 @@ def view_events(
     level = _event_levels(before, after, viewer)
     out: list[dict[str, Any]] = []
     for e in events:
-        kind = e.get("kind")
+        kind = e.get("kind", "")
         if kind in GM_ONLY_EVENTS:
             continue
         refs = [e[k] for k in CHAR_KEYS if e.get(k) is not None]

@@ -1068,7 +1068,7 @@ async function start() {
     return;
   }
   client = new VttSyncClient({ url, token, room });
-  window.vttClient = client; // for debugging and tests (the token is not enumerable)
+  /** @type {any} */ (window).vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);
   client.on("patch", addPatch); // before "state": a card's result finds its events
   client.on("state", render);

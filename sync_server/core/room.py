@@ -449,7 +449,8 @@ class RoomCore:
         )
         patch = protocol.patch(v, ops, events, c.actor.user, c.cmd_id)
         if len(ops) + len(events) > PATCH_SIZE_CHECK_ITEMS:
-            size = len(JSON_CODEC.encode(patch).encode())
+            encoded = JSON_CODEC.encode(patch)
+            size = len(encoded if isinstance(encoded, bytes) else encoded.encode())
             if size > self.limits.max_patch_bytes:
                 return refusal(
                     c.cmd_id,
@@ -499,7 +500,7 @@ class RoomCore:
             if any(view is UNKNOWN for view in views):
                 return None
             return [
-                patch if view is None else view.render(viewer)  # type: ignore[union-attr]
+                patch if not isinstance(view, PatchView) else view.render(viewer)
                 for patch, view in zip(patches, views, strict=True)
             ]
         return None

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -35,7 +34,7 @@ import attrs
 import rules
 from sync_server.cluster.leases import Claim, Leases, Owner, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
-from sync_server.core.limits import ROOM_ID_PATTERN, Limits
+from sync_server.core.limits import Limits
 from sync_server.core.ratelimit import reply_cost
 from sync_server.core.room import (
     CommandIn,
@@ -54,8 +53,6 @@ from sync_server.storage import AdminRecord, RoomDeleted, Storage, VersionConfli
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
-
-ROOM_ID_RE = re.compile(ROOM_ID_PATTERN)
 
 
 class RoomClosed(Exception):
@@ -258,7 +255,9 @@ class RoomHost:
                     except Exception:
                         if not item.future.done():  # the hello must not hang
                             item.future.set_exception(
-                                JoinRefused("internal", "the server failed; retry", 1011)
+                                JoinRefused(
+                                    "internal", "the server failed; retry", protocol.CLOSE_INTERNAL
+                                )
                             )
                         raise
                 elif isinstance(item, Sync):
@@ -705,10 +704,6 @@ class Rooms:
             await self.unload_idle()
 
 
-def valid_room_id(room: object) -> bool:
-    return isinstance(room, str) and ROOM_ID_RE.fullmatch(room) is not None
-
-
 __all__ = [
     "Barrier",
     "Command",
@@ -720,5 +715,4 @@ __all__ = [
     "RoomServices",
     "Rooms",
     "Sync",
-    "valid_room_id",
 ]

@@ -58,9 +58,6 @@ from sync_server.wire.codec import BadFrame, Codec, codec_for
 
 log = logging.getLogger(__name__)
 
-# The connection ended on a server-side failure (RFC 6455's 1011): retry.
-CLOSE_ERROR = 1011
-
 
 class Redirect(Exception):
     """The room is served by another node (cluster mode)."""
@@ -146,7 +143,9 @@ class Session:
                 log.warning("hello for a room failed: cannot reach the storage: %s", exc)
                 await self._refuse_now(
                     HelloRefused(
-                        "internal", "the server cannot reach its storage; retry", CLOSE_ERROR
+                        "internal",
+                        "the server cannot reach its storage; retry",
+                        protocol.CLOSE_INTERNAL,
                     )
                 )
                 return

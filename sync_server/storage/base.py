@@ -43,6 +43,11 @@ class RoomExists(StorageError):
     """`import_room` without `replace` found a room with that id."""
 
 
+class TokenInUse(StorageError):
+    """`import_room` brought a token hash that a user of another room owns:
+    nothing was stored (the admin's answer is a `conflict`)."""
+
+
 class VersionConflict(StorageError):
     """A commit built on a head version that is no longer the stored head:
     another writer got there first. Nothing of that commit was stored."""

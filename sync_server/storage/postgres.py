@@ -65,6 +65,7 @@ from sync_server.storage import (
     RoomExists,
     StorageError,
     StoredRoom,
+    TokenInUse,
     UndoTarget,
     VersionConflict,
     VersionRecord,
@@ -891,7 +892,7 @@ class PgStorage:
                     "SELECT room, user_id FROM users WHERE token_hash = $1", token_hash
                 )
                 if owner is not None:
-                    raise StorageError(
+                    raise TokenInUse(
                         f"the token hash of user {user} is already used by {owner[1]} of room "
                         f"{owner[0]!r}: import without token hashes, or delete that room"
                     )

@@ -33,6 +33,7 @@ from sync_server.storage import (
     RoomExists,
     StorageError,
     StoredRoom,
+    TokenInUse,
     UndoTarget,
     VersionConflict,
     VersionRecord,
@@ -575,7 +576,7 @@ class SqliteStorage:
                     "SELECT room, user FROM users WHERE token_hash = ?", (token_hash,)
                 ).fetchone()
                 if owner is not None:
-                    raise StorageError(
+                    raise TokenInUse(
                         f"the token hash of user {user} is already used by {owner[1]} of room "
                         f"{owner[0]!r}: import without token hashes, or delete that room"
                     )

@@ -152,28 +152,29 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
     """(the room to store, its state at head, whether the file held token
     hashes). Raises BadRoomFile with the first problem found."""
     _need(doc.get("format") == FORMAT, f"not a room file (format must be {FORMAT!r})")
-    version = doc.get("format_version")
+    # Read as Any: each value is checked by `_need` before it is used.
+    version: Any = doc.get("format_version")
     _need(_is_int(version), "format_version must be an integer")
     _need(
         version <= FORMAT_VERSION,
         f"format version {version} is newer than this server's ({FORMAT_VERSION}): "
         "import it with a newer vtt-sync",
     )
-    room = doc.get("room")
+    room: Any = doc.get("room")
     _need(
         isinstance(room, str) and re.fullmatch(ROOM_ID_PATTERN, room) is not None,
         "room must be a room id (1-64 letters, digits, '_', '-' or '.')",
     )
-    head = doc.get("head")
+    head: Any = doc.get("head")
     _need(_is_int(head) and head >= 0, "head must be an integer >= 0")
     created = doc.get("created", time.time())
     _need(_is_number(created), "created must be a number (seconds since 1970)")
-    snapshot = doc.get("snapshot")
+    snapshot: Any = doc.get("snapshot")
     _need(isinstance(snapshot, dict), "snapshot must be an object")
     snap_v, snap_state = snapshot.get("v"), snapshot.get("state")
     _need(_is_int(snap_v) and 0 <= snap_v <= head, "snapshot.v must be a version 0..head")
     _need(isinstance(snap_state, dict), "snapshot.state must be an object")
-    raw = doc.get("versions")
+    raw: Any = doc.get("versions")
     _need(isinstance(raw, list), "versions must be a list")
     _need(len(raw) == head, f"versions must hold the whole log, 1..{head} ({len(raw)} found)")
     versions, undone = [], set()

@@ -37,6 +37,7 @@ import msgpack
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 import rules
 from rules.testing import SHEET
@@ -248,7 +249,7 @@ Client = RawClient  # the name the tests know it by
 
 
 async def open_ws(url: str, proto: str = "msgpack", **kw: Any) -> ClientConnection:
-    subprotocols = [PROTOS[proto]] if proto else None
+    subprotocols = [Subprotocol(PROTOS[proto])] if proto else None
     return await ws_connect(url, subprotocols=subprotocols, open_timeout=WAIT, max_size=2**24, **kw)
 
 
