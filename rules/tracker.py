@@ -63,10 +63,11 @@ def set_order(ctx: Ctx, order: list[str], turn: int | None) -> None:
         if c.condition == "dead":
             raise RuleBroken(f"{c.name} is dead and cannot join a combat (D6)")
     current = combat.current
-    start = turn
     if turn is None:
         successor = _successor(old, combat.turn, order)
         start = len(order) if successor is None else order.index(successor)
+    else:
+        start = turn
     for cid in left:
         _leave(ctx, cid)
     for cid in joined:
