@@ -397,6 +397,9 @@ def test_T4_refusals():
     t.do("combat_start", order=[a])
     err = refused(t, RuleBroken, "roll_initiative", chars=[b])
     assert "set_order" in str(err)
+    kill(t, a)
+    err = refused(t, RuleBroken, "roll_initiative")  # every combatant dead: nobody rolls
+    assert "dead" in str(err)
 
 
 def test_T4_totals_are_the_gms_only_and_each_player_sees_their_own_roll():
