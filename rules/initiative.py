@@ -31,6 +31,9 @@ CHECK = "initiative"  # the X2 event's `check`
 
 
 def roll_initiative(ctx: Ctx, a: dict[str, Any]) -> None:
+    """T4 `roll_initiative {chars?, bonus?, rolls?}`: roll for `chars` (in a
+    combat, by default its living combatants), then start the combat in the
+    sorted order, or sort the running one again."""
     room = ctx.room
     combat = room.combat
     chars: list[str] | None = a["chars"]
