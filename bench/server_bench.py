@@ -30,7 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from rules.patch import apply_ops
-from sync_server.wire import protocol
+from sync_server.wire import frames, protocol
 from sync_server.wire.protocol import MSGPACK
 
 ADMIN_TOKEN = "bench-admin-token-not-a-secret-0123456789"
@@ -118,9 +118,10 @@ class Peer:
 
 async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnection, dict]:
     ws = await connect(url, subprotocols=[Subprotocol(MSGPACK)], compression=None, max_size=2**20)
-    await ws.send(msgpack.packb(protocol.hello(token, room)))
+    handshake = frames.Handshake(token, room)
+    await ws.send(msgpack.packb(handshake.hello()))
     welcome = msgpack.unpackb(await ws.recv())
-    if welcome.get("t") != "welcome":
+    if not isinstance(handshake.receive(welcome), frames.Welcome):
         raise RuntimeError(f"no welcome: {welcome}")
     return ws, welcome
 

@@ -30,6 +30,7 @@ from rules.catalog import (
 from rules.catalog import (
     ROOM_ID_PATTERN as ROOM_ID_PATTERN,
 )
+from sync_server.wire.bounds import MAX_CMD_ID_LENGTH as MAX_CMD_ID_LENGTH
 from sync_server.wire.bounds import MAX_INT as MAX_INT
 from sync_server.wire.bounds import MAX_NESTING as MAX_NESTING
 from sync_server.wire.bounds import MIN_INT as MIN_INT
@@ -50,8 +51,7 @@ HELLO_TIMEOUT_SECONDS = 10.0
 # wire's own: sync_server/wire/bounds.py, imported here so this file lists
 # every limit.
 
-# Command ids are chosen by clients and stored for deduplication; bound them.
-MAX_CMD_ID_LENGTH = 128
+# Command ids (MAX_CMD_ID_LENGTH) are bounded by the wire (wire/bounds.py).
 
 # Keepalive: detect dead peers (flaky Wi-Fi) within about 40 s.
 PING_INTERVAL_SECONDS = 20.0

@@ -36,6 +36,7 @@ import rules
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
+from sync_server.storage.base import Views, version_views, view_key, view_ops_events
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS
 
@@ -43,7 +44,6 @@ log = logging.getLogger(__name__)
 
 NO_EXPECT = protocol.NO_EXPECT
 JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
-UNKNOWN = object()  # how viewers see a patch loaded from the log: not known
 
 
 class JoinRefused(Exception):
@@ -72,21 +72,22 @@ class PatchView:
     """How one patch looks to each viewer (per-role views, rules/view.py):
     viewers are grouped by `key` (their view class for this patch; None for
     those who see everything), each group's patch built once. Only made for
-    a patch the rules call `restricted`: any other one is the same for all."""
+    a patch the rules call `restricted`: any other one is the same for all.
+    `views` is what the version stores for its viewers (storage.base's
+    `Views`), so a patch loaded from the log after a restart or an import
+    gives each viewer the same view as it did live."""
 
-    before: dict[str, Any]
-    after: dict[str, Any]
     patch: dict[str, Any]
+    views: Views
 
     def key(self, viewer: rules.Viewer) -> Any:
-        if viewer.sees_all:
-            return None
-        return rules.patch_class(self.before, self.after, viewer)
+        return view_key(self.views, viewer)
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
-        p = self.patch
-        ops, events = rules.view_patch(self.before, self.after, p["ops"], p["events"], viewer)
-        return {**p, "ops": ops, "events": events}
+        if viewer.sees_all:
+            return self.patch
+        ops, events = view_ops_events(self.views, viewer)
+        return {**self.patch, "ops": ops, "events": events}
 
 
 @attrs.frozen
@@ -174,12 +175,11 @@ class RoomCore:
             (p.frame() for p in loaded.recent), maxlen=self.limits.recent_patches_in_memory
         )
         # Beside each recent patch, how viewers see it: None when everyone
-        # sees it whole, its PatchView when not, UNKNOWN for patches loaded
-        # from the log (their states before and after are not at hand): a
-        # player or observer resuming over one of those gets a snapshot of
-        # their view instead.
-        self.recent_views: deque[PatchView | object | None] = deque(
-            (UNKNOWN for _ in loaded.recent), maxlen=self.limits.recent_patches_in_memory
+        # sees it whole, its PatchView when not (from the views stored with
+        # the version, for the patches loaded from the log).
+        self.recent_views: deque[PatchView | None] = deque(
+            (None if p.views is None else PatchView(p.frame(), p.views) for p in loaded.recent),
+            maxlen=self.limits.recent_patches_in_memory,
         )
         self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict(
             ((d.user, d.cmd_id), (d.v, d.result)) for d in loaded.dedup
@@ -430,6 +430,19 @@ class RoomCore:
         v = self.v + 1
         ops = rules.diff(self.state, new_state)
         inverse = rules.invert(ops, self.state)
+        patch = protocol.patch(v, ops, events, c.actor.user, c.cmd_id)
+        if len(ops) + len(events) > PATCH_SIZE_CHECK_ITEMS:
+            encoded = JSON_CODEC.encode(patch)
+            size = len(encoded if isinstance(encoded, bytes) else encoded.encode())
+            if size > self.limits.max_patch_bytes:
+                return refusal(
+                    c.cmd_id,
+                    "rule",
+                    f"this command would change too much at once (a patch of {size} bytes, over "
+                    f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
+                )
+        key = (c.actor.user, c.cmd_id)
+        views = version_views(self.state, new_state, ops, events)
         record = VersionRecord(
             room=self.room_id,
             v=v,
@@ -446,21 +459,9 @@ class RoomCore:
             ts=self.wall_clock(),
             token_set=token_set,
             token_del=token_del,
+            views=views,
         )
-        patch = protocol.patch(v, ops, events, c.actor.user, c.cmd_id)
-        if len(ops) + len(events) > PATCH_SIZE_CHECK_ITEMS:
-            encoded = JSON_CODEC.encode(patch)
-            size = len(encoded if isinstance(encoded, bytes) else encoded.encode())
-            if size > self.limits.max_patch_bytes:
-                return refusal(
-                    c.cmd_id,
-                    "rule",
-                    f"this command would change too much at once (a patch of {size} bytes, over "
-                    f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
-                )
-        key = (c.actor.user, c.cmd_id)
-        restricted = rules.restricted(ops, events, self.state, new_state)
-        view = PatchView(self.state, new_state, patch) if restricted else None
+        view = None if views is None else PatchView(patch, views)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
         self.dedup[key] = (v, result)
@@ -486,7 +487,7 @@ class RoomCore:
         needs the state instead (ahead of the room, too far behind, or older
         than what memory holds: one snapshot costs less than a replay). A
         viewer who does not see everything gets each patch as they may see
-        it, or the state if one of them was loaded from the log."""
+        it (patches loaded from the log too: their views are stored)."""
         if since == self.v:
             return []
         if since < 0 or since > self.v or self.v - since > self.limits.max_resume_patches:
@@ -497,10 +498,8 @@ class RoomCore:
             if viewer is None or viewer.sees_all:
                 return patches
             views = list(itertools.islice(self.recent_views, start, None))
-            if any(view is UNKNOWN for view in views):
-                return None
             return [
-                patch if not isinstance(view, PatchView) else view.render(viewer)
+                patch if view is None else view.render(viewer)
                 for patch, view in zip(patches, views, strict=True)
             ]
         return None

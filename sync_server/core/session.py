@@ -17,9 +17,10 @@ from typing import Any
 import attrs
 
 from sync_server.core.auth import plausible_token
-from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_TOKEN_LENGTH
+from sync_server.core.limits import MAX_TOKEN_LENGTH
 from sync_server.core.ratelimit import TokenBucket
-from sync_server.wire import protocol
+from sync_server.wire import frames, protocol
+from sync_server.wire.frames import Hello
 
 NO_EXPECT = protocol.NO_EXPECT
 
@@ -50,30 +51,14 @@ def unauthenticated() -> HelloRefused:
     )
 
 
-@attrs.frozen
-class Hello:
-    """A well-formed hello. `room` None asks for an admin session."""
-
-    token: str
-    room: str | None
-    since: int | None
-
-
 def read_hello(frame: dict[str, Any]) -> Hello:
-    """Check the first frame's shape; raises HelloRefused (4400 or 4401)."""
-    if frame.get("t") != "hello":
-        raise HelloRefused("bad_frame", "the first frame must be a hello", protocol.CLOSE_MISUSE)
-    proto = frame.get("proto")
-    if type(proto) is not int or proto != protocol.PROTO_VERSION:
-        raise HelloRefused(
-            "bad_frame",
-            f"unknown proto {proto!r}; this server speaks {protocol.PROTO_VERSION}",
-            protocol.CLOSE_MISUSE,
-        )
-    since = frame.get("since")
-    if not (since is None or (type(since) is int and since >= 0)):
-        raise HelloRefused("bad_frame", "since must be a version number", protocol.CLOSE_MISUSE)
-    token, room = frame.get("token"), frame.get("room")
+    """Check the first frame; raises HelloRefused (4400 or 4401). The shape
+    is the wire's (`frames.parse_hello`); the token's is checked here."""
+    try:
+        hello = frames.parse_hello(frame)
+    except frames.BadFrame as bad:
+        raise HelloRefused("bad_frame", bad.message, protocol.CLOSE_MISUSE) from None
+    token, room = hello.token, hello.room
     if isinstance(token, str) and len(token) > MAX_TOKEN_LENGTH:
         raise HelloRefused(
             protocol.UNAUTHENTICATED,
@@ -82,7 +67,7 @@ def read_hello(frame: dict[str, Any]) -> Hello:
         )
     if not plausible_token(token) or not (room is None or isinstance(room, str)):
         raise unauthenticated()
-    return Hello(token, room, since)
+    return hello
 
 
 # --- actions -----------------------------------------------------------------
@@ -161,9 +146,8 @@ class SessionCore:
             if not self._allowed(now):
                 return Reply(protocol.error("rate_limited", "too many frames; slow down"))
             return Reply(protocol.error("bad_frame", str(frame)))
-        t = frame.get("t")
-        raw_id = frame.get("id")
-        echo_id = raw_id if isinstance(raw_id, str) and len(raw_id) <= MAX_CMD_ID_LENGTH else None
+        t = frames.frame_type(frame)
+        eid = frames.echo_id(frame)
         if t == "hello":
             self.state = SessionState.CLOSING
             return ReplyAndClose(
@@ -173,34 +157,19 @@ class SessionCore:
             )
         if t not in ("cmd", "sync"):
             if not self._allowed(now):
-                return Reply(protocol.error("rate_limited", "too many frames; slow down", echo_id))
-            return Reply(protocol.error("bad_frame", f"unknown frame type {t!r}", echo_id))
+                return Reply(protocol.error("rate_limited", "too many frames; slow down", eid))
+            return Reply(protocol.error("bad_frame", f"unknown frame type {t!r}", eid))
         if not self._allowed(now):
-            return Reply(protocol.error("rate_limited", "too many commands; slow down", echo_id))
+            return Reply(protocol.error("rate_limited", "too many commands; slow down", eid))
         if shutting_down:
             return Reply(
-                protocol.error("internal", "the server is shutting down; retry later", echo_id)
+                protocol.error("internal", "the server is shutting down; retry later", eid)
             )
-        if t == "sync":
-            return self._sync(frame, echo_id)
-        if echo_id is None or not raw_id:
-            return Reply(
-                protocol.error(
-                    "bad_frame", f"a cmd needs an id: a string of 1-{MAX_CMD_ID_LENGTH} characters"
-                )
-            )
-        if "op" not in frame:
-            return Reply(protocol.error("bad_frame", "a cmd needs an op", echo_id))
-        return RunCommand(
-            echo_id, frame["op"], frame.get("args", {}), frame.get("expect", NO_EXPECT)
-        )
-
-    def _sync(self, frame: dict[str, Any], echo_id: str | None) -> Action:
-        since = frame.get("since")
-        if not self.has_room:
-            return Reply(
-                protocol.error("bad_frame", "admin sessions have no room to sync", echo_id)
-            )
-        if type(since) is not int or since < 0:
-            return Reply(protocol.error("bad_frame", "sync needs since: a version number", echo_id))
-        return RunSync(since, echo_id)
+        try:
+            parsed = frames.parse_client(frame, has_room=self.has_room)
+        except frames.BadFrame as bad:
+            return Reply(protocol.error("bad_frame", bad.message, bad.echo_id))
+        if isinstance(parsed, frames.Sync):
+            return RunSync(parsed.since, parsed.id)
+        assert isinstance(parsed, frames.Cmd)
+        return RunCommand(parsed.id, parsed.op, parsed.args, parsed.expect)

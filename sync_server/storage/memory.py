@@ -217,4 +217,11 @@ class MemoryStorage:
 
 
 def _row(rec: VersionRecord) -> PatchRow:
-    return PatchRow(rec.v, rec.cmd_id, rec.user, copy.deepcopy(rec.ops), copy.deepcopy(rec.events))
+    return PatchRow(
+        rec.v,
+        rec.cmd_id,
+        rec.user,
+        copy.deepcopy(rec.ops),
+        copy.deepcopy(rec.events),
+        copy.deepcopy(rec.views),
+    )

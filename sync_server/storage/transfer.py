@@ -3,7 +3,9 @@
 `vtt-sync admin export ROOM > room.json` writes one; `vtt-sync admin import
 room.json` reads it into a server, which then serves the room as it was:
 same state, same version, the whole log (so `since`, history, undo and the
-retry of an old command id all work as before).
+retry of an old command id all work as before, for every viewer: what
+players and observers get of each version is rebuilt from the log on
+import, not read from the file).
 
     {
       "format": "vtt-sync-room", "format_version": 1,
@@ -53,6 +55,7 @@ from sync_server.storage import (
     VersionRecord,
     replay,
 )
+from sync_server.storage.base import backfill_views
 
 FORMAT = "vtt-sync-room"
 FORMAT_VERSION = 1
@@ -219,9 +222,19 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
         raise BadRoomFile(f"the room's state is not a valid room: {exc}") from None
     _need(not problems, f"the room's state breaks the rules' invariants: {problems}")
     tokens = _read_users(doc.get("users", []), state, with_hashes)
+    # What each viewer gets of each version is not in the file: it follows
+    # from the log (and from this server's rules of views), so it is rebuilt
+    # here rather than trusted, and resumes after the import are views.
+    try:
+        views = backfill_views(
+            snap_v, dump.snapshot, ((r.v, r.ops, r.inverse, r.events) for r in versions)
+        )
+    except Exception as exc:  # inverse ops that do not apply
+        raise BadRoomFile(f"the log's inverse ops do not apply to the snapshot: {exc}") from None
+    versions = [attrs.evolve(r, views=views[r.v]) for r in versions]
     return (
         # state_at_head replayed onto a copy: the snapshot is still the file's
-        attrs.evolve(dump, tokens=tokens),
+        attrs.evolve(dump, versions=versions, tokens=tokens),
         state,
         with_hashes,
     )

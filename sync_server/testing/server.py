@@ -43,6 +43,7 @@ import rules
 from rules.testing import SHEET
 from sync_server import Config, Server
 from sync_server.core.limits import LIMIT_FIELDS, Limits
+from sync_server.wire import frames
 from sync_server.wire.codec import CODECS, JSON, MSGPACK
 
 WAIT = 10.0  # seconds: the bound on any single wait in these helpers
@@ -268,18 +269,14 @@ async def connect(
     Raises `Closed` with the error frame if the server refuses."""
     ws = await open_ws(url, proto, **({"ssl": ssl} if ssl is not None else {}))
     client = Client(ws, proto)
-    hello: dict[str, Any] = {"t": "hello", "proto": 1, "token": token}
-    if room is not None:
-        hello["room"] = room
-    if since is not None:
-        hello["since"] = since
-    await client.send(hello)
+    handshake = frames.Handshake(token, room, since)
+    await client.send(handshake.hello())
     try:
         async with asyncio.timeout(WAIT):
             welcome = client.codec.decode(await ws.recv())
     except ConnectionClosed as exc:
         raise Closed(f"closed before welcome: {exc}") from exc
-    if welcome.get("t") != "welcome":
+    if not isinstance(handshake.receive(welcome), frames.Welcome):
         with contextlib.suppress(Exception):
             await ws.close()
         raise Closed(f"refused: {welcome}")
