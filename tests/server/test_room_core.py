@@ -31,7 +31,7 @@ def test_an_accepted_command_makes_the_next_version() -> None:
         "t": "patch",
         "v": 1,
         "ops": [["set", ["name"], "Jeudi"]],
-        "events": [{"kind": "room", "name": "Jeudi", "round_seconds": 6}],
+        "events": [{"kind": "room", "name": "Jeudi", "round_seconds": 6, "skip_dead": True}],
         "by": gm.user,
         "id": "c-1",
     }
