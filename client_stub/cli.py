@@ -70,11 +70,36 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def page_link(ws_url: str, room: str, token: str) -> str:
+# Seconds to wait for the server's links.json (the public address for links).
+LINKS_TIMEOUT_SECONDS = 5.0
+
+
+def page_link(ws_url: str, room: str, token: str, page: str | None = None) -> str:
     """The tracker page's address for a room and token (token in the fragment,
-    which browsers never send to a server)."""
-    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    which browsers never send to a server): on `page` (the server's public
+    page address, `public_page`) when given, else on `ws_url`'s."""
+    base = page or ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
     return f"{base}#{urlencode({'room': room, 'token': token})}"
+
+
+def public_page(ws_url: str, context: ssl.SSLContext | None = None) -> str | None:
+    """The page address the server says links should use (`GET links.json`:
+    its --public-url), or None when it has none or cannot tell. So a link
+    made through ws://127.0.0.1 on the server's own machine names the
+    address players elsewhere reach."""
+    import urllib.request
+
+    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    if not base.endswith("/"):
+        base += "/"
+    try:
+        with urllib.request.urlopen(
+            base + "links.json", timeout=LINKS_TIMEOUT_SECONDS, context=context
+        ) as r:
+            page = json.loads(r.read()).get("page")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return page if isinstance(page, str) and page.startswith(("http://", "https://")) else None
 
 
 def parse_value(raw: str) -> Any:
@@ -432,7 +457,8 @@ async def _create_room(ns: argparse.Namespace) -> int:
     finally:
         await client.close()
     result = ack["result"]
-    link = page_link(url, result["room"], result["gm_token"])
+    page = await asyncio.to_thread(public_page, url, _tls(ns))
+    link = page_link(url, result["room"], result["gm_token"], page)
     if ns.json:
         _print_json({**result, "link": link})
         return EXIT_OK

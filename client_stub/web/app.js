@@ -635,16 +635,36 @@ function foreignHost(url, where) {
   }
 }
 
+// Where invitation links point: the server's public address (links.json,
+// its --public-url) when it has one, else this page's own address.
+let publicPage = null;
+let publicPageRead = Promise.resolve();
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1", "0.0.0.0"]);
+
+async function loadPublicPage() {
+  try {
+    const r = await fetch(new URL("links.json", location.href), { cache: "no-store" });
+    const page = r.ok ? (await r.json()).page : null;
+    publicPage = typeof page === "string" && /^https?:\/\//.test(page) ? page : null;
+  } catch {
+    publicPage = null; // an older server, or a page served elsewhere: our own address
+  }
+}
+
 function linkFor(token) {
   const params = new URLSearchParams(location.hash.slice(1));
   const next = new URLSearchParams({ room: client.room, token });
   if (params.get("ws")) next.set("ws", params.get("ws"));
+  if (publicPage && !params.get("ws")) return `${publicPage}#${next}`;
   return `${location.origin}${location.pathname}#${next}`;
 }
 
-function showLink(who, token) {
+async function showLink(who, token) {
+  await publicPageRead; // links.json answered (or failed) before the first link is made
   $("#link-who").textContent = who;
   $("#link-url").value = linkFor(token);
+  // A link on 127.0.0.1 opens nothing on a friend's machine: say so.
+  $("#link-local").hidden = Boolean(publicPage) || !LOOPBACK_HOSTS.has(location.hostname);
   $("#link-box").hidden = false;
   $("#link-url").select();
 }
@@ -1040,6 +1060,7 @@ async function start() {
   });
   client.on("error", (frame) => errorToast(frame.code || "error", frame.message || ""));
   wireControls();
+  publicPageRead = loadPublicPage(); // for the invitation links; they are made later
   window.addEventListener("online", () => client.retryNow());
   $("#app").hidden = false;
   client.connect().catch(() => {

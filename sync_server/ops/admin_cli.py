@@ -292,9 +292,10 @@ def import_(ns: argparse.Namespace) -> int:
     )
     tokens = result.get("tokens") or {}
     if tokens:
-        from client_stub.cli import page_link
+        from client_stub.cli import page_link, public_page
 
         ws_url, _ = _urls(ns)
+        page = public_page(ws_url, _ssl(ns))
         users = (doc.get("state") or {}).get("users") or {}
         print(
             "every user has a new token; their links (each holds a token: give each to its "
@@ -305,7 +306,7 @@ def import_(ns: argparse.Namespace) -> int:
             user = users.get(uid, {})
             print(
                 f"{uid}\t{user.get('role', '?')}\t{user.get('name', '?')}\t"
-                f"{page_link(ws_url, result['room'], token)}",
+                f"{page_link(ws_url, result['room'], token, page)}",
                 flush=True,
             )
     return EXIT_OK
