@@ -37,6 +37,7 @@ const ERROR_TITLES = {
   bad_frame: "Bad message",
   internal: "Server trouble: try again",
   timeout: "No answer from the server",
+  expired: "Not sent",
 };
 
 // --- views -------------------------------------------------------------------
@@ -130,16 +131,23 @@ function remember(patch) {
 
 // --- notices -----------------------------------------------------------------
 
+// Toasts sit over the top bar (sticky; it holds nothing to click), one line
+// each, as many as fit in its height (the oldest go first), and go soon.
+const TOAST_MS = { ok: 2500, error: 6000 };
+
 function toast(kind, title, message, code = null) {
   const box = el("div", `toast ${kind}`);
   box.setAttribute("role", kind === "error" ? "alert" : "status");
   if (code) box.dataset.code = code;
+  box.title = message ? `${title}: ${message}` : title; // the whole text, when cut
   box.append(el("strong", "toast-title", title));
   if (message) box.append(el("span", "toast-msg", message));
   box.addEventListener("click", () => box.remove());
-  $("#errors").prepend(box);
-  while ($("#errors").children.length > 4) $("#errors").lastElementChild.remove();
-  setTimeout(() => box.remove(), kind === "error" ? 10000 : 4000);
+  const area = $("#errors");
+  area.style.height = `${$("#topbar").getBoundingClientRect().height}px`;
+  area.prepend(box);
+  while (area.children.length > 1 && area.scrollHeight > area.clientHeight) area.lastElementChild.remove();
+  setTimeout(() => box.remove(), TOAST_MS[kind] ?? TOAST_MS.error);
 }
 
 function errorToast(code, message) {
@@ -160,21 +168,48 @@ function confirmDialog(title, lines, okLabel) {
   });
 }
 
+// A click while the server is unreachable waits (the top bar counts them)
+// this long at most; then, if it never left the page, it is dropped and
+// says so. One sent before the connection dropped waits for its answer:
+// the server may have applied it, and the retry's ack tells.
+const WAIT_EXPIRES_MS = () => window.vttWaitExpiresMs ?? 30000;
+
+function showWaiting() {
+  const n = client ? client.pendingCommands.length : 0;
+  const pill = $("#waiting");
+  pill.hidden = n === 0 || client.connected;
+  pill.textContent = `${n} action${n === 1 ? "" : "s"} waiting`;
+  pill.title = "Sent when the server answers again; dropped if it does not come back soon";
+}
+
 async function run(op, args, button, resultBox = null) {
   if (!client) return null;
   if (button) button.disabled = true;
   const id = `${idPrefix}-${++idCounter}`;
   sentOps.set(id, op);
+  const waited = !client.connected;
+  const expiry = setTimeout(() => client.withdraw(id), WAIT_EXPIRES_MS());
   try {
-    const ack = await client.command(op, args, { id });
+    const promise = client.command(op, args, { id });
+    showWaiting();
+    const ack = await promise;
     if (resultBox) showResult(resultBox, ack);
+    if (waited) toast("ok", "Done", `${opWords(op)}: applied once the server answered`);
     return ack;
   } catch (err) {
-    errorToast(err.code || "error", err.serverMessage || err.message);
+    if (err.code === "expired") {
+      errorToast("expired", `${opWords(op)}: the server did not answer in time; nothing changed`);
+    } else errorToast(err.code || "error", err.serverMessage || err.message);
     return null;
   } finally {
+    clearTimeout(expiry);
+    showWaiting();
     if (button) button.disabled = false;
   }
+}
+
+function opWords(op) {
+  return String(op).replaceAll("_", " ").replace(/^./, (c) => c.toUpperCase());
 }
 
 /** What a command did, right where it was asked (a card): its events' sentences. */
@@ -556,6 +591,31 @@ function moveSetup(i, delta) {
 // --- the GM's table setup ------------------------------------------------------
 
 let setupOpened = false;
+let setupFolded = false;
+// Events of setting the table up; any other one (a clock advance, combat,
+// damage, a roll...) means play has started.
+const SETUP_KINDS = new Set(["character", "user", "room", "undo"]);
+
+/** Table setup, opened on arrival at an empty table, folds away once play
+ * starts (the first event that is not setting the table up), unless the GM
+ * is typing in it. Opened or closed by hand, it stays as the GM put it. */
+function foldSetupOnPlay(patch) {
+  const box = $("#setup");
+  if (setupFolded || box.hidden || !box.open) return;
+  if (!(patch.events || []).some((ev) => !SETUP_KINDS.has(ev.kind))) return;
+  if (box.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) return;
+  setupFolded = true;
+  box.open = false;
+}
+
+/** The folded setup's line says what the table holds. */
+function setupSummary(state) {
+  const people = Object.keys(state?.users || {}).length;
+  const chars = Object.keys(state?.characters || {}).length;
+  $("#setup-summary").textContent = $("#setup").open
+    ? "room, people and their links, characters"
+    : `${people} ${people === 1 ? "person" : "people"} · ${chars} character${chars === 1 ? "" : "s"} · open to change`;
+}
 
 function renderTableSetup(state) {
   const box = $("#setup");
@@ -565,6 +625,7 @@ function renderTableSetup(state) {
     setupOpened = true; // open it once on arrival when the table is still empty
     box.open = Object.keys(state.characters || {}).length === 0;
   }
+  setupSummary(state);
   const form = $("#room-form");
   if (!form.contains(document.activeElement)) {
     form.name.value = state.name ?? "";
@@ -704,6 +765,10 @@ function wireTableSetup() {
     }
   });
   $("#link-copy").addEventListener("click", copyLink);
+  $("#setup").addEventListener("toggle", () => setupSummary(client?.state));
+  $("#setup summary").addEventListener("click", () => {
+    setupFolded = true; // the GM's own choice from now on
+  });
   $("#people").addEventListener("click", async (ev) => {
     const btn = ev.target.closest("button[data-action]");
     if (!btn) return;
@@ -900,6 +965,7 @@ function addPatch(patch) {
 }
 
 function setStatus(status, detail) {
+  showWaiting();
   const pill = $("#status");
   pill.dataset.status = status;
   const labels = {
@@ -1039,6 +1105,7 @@ async function start() {
   window.vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);
   client.on("patch", addPatch); // before "state": a card's result finds its events
+  client.on("patch", foldSetupOnPlay);
   client.on("state", render);
   let backfilled = false;
   client.on("welcome", () => {

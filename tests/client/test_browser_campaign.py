@@ -16,13 +16,17 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from client_stub import Client
+from rules.testing import SHEET
 from sync_server.hosting.config import Config
+from sync_server.testing.server import ADMIN_TOKEN
 from tests.client import test_browser as shared
-from tests.helpers.live_table import LiveTable
+from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import test_config
 
 browser = shared.browser  # the module's Chromium, its pages closed after each test
 open_page = shared.open_page
+SYNC_MS = shared.SYNC_MS
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module")]
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -77,3 +81,134 @@ async def test_an_invitation_names_the_public_url(browser: Any, tmp_path: Path) 
         assert link.startswith("https://vtt.example/vtt/#room=demo&token="), link
         await expect(gm.locator("#link-local")).to_be_hidden()
         assert gm.js_errors == []
+
+
+# What a click can reach: a toast over one of these hides something that acts.
+ACTIONABLE = "button, input, select, textarea, summary, a[href], [role=button]"
+
+OVERLAPS = """(sel) => {
+  // Where a toast overlaps an actionable element, would a click there (the
+  // toasts set aside) reach that element? (Elements under the sticky top
+  // bar are not reachable anyway.)
+  const area = document.querySelector("#errors");
+  const toasts = [...area.querySelectorAll(".toast")].map((t) => t.getBoundingClientRect());
+  area.style.visibility = "hidden";
+  const hit = [];
+  for (const node of document.querySelectorAll(sel)) {
+    if (node.closest("#errors")) continue;
+    const r = node.getBoundingClientRect();
+    if (!r.width || !r.height) continue;
+    for (const t of toasts) {
+      const left = Math.max(r.left, t.left), right = Math.min(r.right, t.right);
+      const top = Math.max(r.top, t.top), bottom = Math.min(r.bottom, t.bottom);
+      if (left >= right || top >= bottom) continue;
+      const under = document.elementFromPoint((left + right) / 2, (top + bottom) / 2);
+      if (under && node.contains(under)) hit.push(node.id || node.textContent.trim().slice(0, 30));
+    }
+  }
+  area.style.visibility = "";
+  return { hit, toasts: toasts.map((t) => t.height) };
+}"""
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
+async def test_toasts_cover_nothing_that_acts(
+    browser: Any, table: LiveTable, width: int, height: int
+) -> None:
+    """A burst of toasts during a combat (End turn showing) sits over the top
+    bar only, each on one line, as many as fit; at desktop and phone width."""
+    from playwright.async_api import expect
+
+    async with Client(table.url, table.token("gm"), ROOM) as py:
+        if (await table.state())[1]["combat"] is None:
+            await py.command("combat_start", order=["c1", "c2"])
+        gm = await open_page(browser, table.page("gm"), width=width, height=height)
+        await expect(gm.locator("#end-turn")).to_be_visible()
+        if await gm.locator("#setup").get_attribute("open") is None:
+            await gm.click("#setup summary")
+        for _ in range(5):  # "Nothing changed", five times
+            await gm.click('#room-form button[type="submit"]')
+        await expect(gm.locator("#errors .toast").first).to_be_visible()
+        for scroll in (0, 400):  # the top bar is sticky: so are the toasts
+            await gm.evaluate(f"window.scrollTo(0, {scroll})")
+            found = await gm.evaluate(OVERLAPS, ACTIONABLE)
+            assert found["hit"] == [], found
+            assert 1 <= len(found["toasts"]) <= 3, found
+            assert all(h < 32 for h in found["toasts"]), found  # one line each
+        assert gm.js_errors == []
+
+
+async def test_clicks_while_the_server_is_away_wait_then_apply(
+    browser: Any, table: LiveTable
+) -> None:
+    from playwright.async_api import expect
+
+    gm = await open_page(browser, table.page("gm"))
+    clock = (await table.state())[1]["clock"]
+    await table.stop()
+    await expect(gm.locator("#status")).not_to_have_attribute("data-status", "connected")
+    await gm.click('#gm-controls button[data-seconds="60"]')
+    await expect(gm.locator("#waiting")).to_have_text("1 action waiting")
+    await gm.click('#gm-controls button[data-seconds="600"]')
+    await expect(gm.locator("#waiting")).to_have_text("2 actions waiting")
+    await table.start()  # the same port and data
+    await gm.evaluate("window.vttClient.retryNow()")
+    await expect(gm.locator("#status")).to_have_attribute("data-status", "connected", timeout=15000)
+    await expect(gm.locator("#waiting")).to_be_hidden()
+    done = gm.locator(".toast.ok", has_text="applied once the server answered")
+    await expect(done).to_have_count(2, timeout=SYNC_MS)
+    assert (await table.state())[1]["clock"] == clock + 660
+    assert gm.js_errors == []
+
+
+async def test_clicks_while_the_server_is_away_expire_and_say_so(
+    browser: Any, table: LiveTable
+) -> None:
+    from playwright.async_api import expect
+
+    gm = await open_page(browser, table.page("gm"))
+    await gm.evaluate("window.vttWaitExpiresMs = 1500")
+    clock = (await table.state())[1]["clock"]
+    await table.stop()
+    await expect(gm.locator("#status")).not_to_have_attribute("data-status", "connected")
+    await gm.click('#gm-controls button[data-seconds="60"]')
+    await expect(gm.locator("#waiting")).to_have_text("1 action waiting")
+    expired = gm.locator(".toast.error", has_text="did not answer in time; nothing changed")
+    await expect(expired).to_have_count(1, timeout=10000)
+    await expect(gm.locator(".toast.error .toast-title").first).to_have_text("Not sent")
+    await expect(gm.locator("#waiting")).to_be_hidden()
+    await table.start()
+    await gm.evaluate("window.vttClient.retryNow()")
+    await expect(gm.locator("#status")).to_have_attribute("data-status", "connected", timeout=15000)
+    assert await gm.evaluate("window.vttClient.pendingCommands.length") == 0
+    assert (await table.state())[1]["clock"] == clock  # never sent, never applied
+    assert gm.js_errors == []
+
+
+async def test_table_setup_folds_away_once_play_starts(browser: Any, table: LiveTable) -> None:
+    """Open on an empty table; setting it up keeps it open; the first play
+    (a clock advance) folds it, its line saying what the table holds;
+    opened again by hand, it stays open."""
+    from playwright.async_api import expect
+
+    async with Client(table.url, ADMIN_TOKEN, None) as admin:
+        ack = await admin.command("create_room", room="fresh", name="Fresh table", gm_name="Maya")
+    token = ack["result"]["gm_token"]
+    gm = await open_page(browser, f"{table.http_url}#room=fresh&token={token}")
+    setup = gm.locator("#setup")
+    await expect(setup).to_have_attribute("open", "")
+    async with Client(table.url, token, "fresh") as py:  # setting up: it stays open
+        await py.command("add_user", name="Dana", role="player")
+        await py.command("add_character", **SHEET, name="Aline")
+        await expect(gm.locator('#setup-chars [data-char="c1"]')).to_be_visible()
+        await expect(setup).to_have_attribute("open", "")
+        await gm.click('#gm-controls button[data-seconds="60"]')  # play starts
+        await expect(setup).not_to_have_attribute("open", "")
+        await expect(gm.locator("#setup-summary")).to_have_text(
+            "2 people · 1 character · open to change"
+        )
+        await gm.click("#setup summary")
+        await py.command("advance_clock", seconds=6)
+        await expect(gm.locator("#clock")).to_have_attribute("data-seconds", "66")
+        await expect(setup).to_have_attribute("open", "")
+    assert gm.js_errors == []
