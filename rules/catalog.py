@@ -447,6 +447,21 @@ OPS: dict[str, OpDoc] = {
         args={"room": Arg(ROOM_ID)},
         role="A",
     ),
+    "reissue_gm_link": OpDoc(
+        "a new link for a room's GM who lost theirs (admin session)",
+        "The GM's token is rotated as `rotate_token` does (in the room's log): the ack "
+        "carries the new one, the old link stops working and the GM's sessions close with "
+        "4403. Every other user keeps their link. `vtt-sync admin gm-link ROOM` prints the "
+        "link; the admin page has a button for it.",
+        {"room": "the room's id", "user": "which GM (default: the room's first GM)"},
+        {"room": "thursday"},
+        (),
+        (("not_found", "no room with this id, or no such GM in it"),),
+        result='{"room": "thursday", "user": "u1", "gm_token": "..."}',
+        undoable=False,
+        args={"room": Arg(ROOM_ID), "user": optional(UPLOAD_ID)},
+        role="A",
+    ),
     "import_room": OpDoc(
         "import a room file, in parts (admin session)",
         "A room exported by `vtt-sync admin export` (or another server) is created as it "

@@ -4,6 +4,7 @@
 // browser never sends to the server; the WebSocket URL is derived from location.
 
 import { EventText, Names, formatClock, formatDuration, loadTexts } from "./event-text.js";
+import { confirmDialog, toast } from "./notices.js";
 import { VttSyncClient } from "./vtt-sync-client.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -131,41 +132,8 @@ function remember(patch) {
 
 // --- notices -----------------------------------------------------------------
 
-// Toasts sit over the top bar (sticky; it holds nothing to click), one line
-// each, as many as fit in its height (the oldest go first), and go soon.
-const TOAST_MS = { ok: 2500, error: 6000 };
-
-function toast(kind, title, message, code = null) {
-  const box = el("div", `toast ${kind}`);
-  box.setAttribute("role", kind === "error" ? "alert" : "status");
-  if (code) box.dataset.code = code;
-  box.title = message ? `${title}: ${message}` : title; // the whole text, when cut
-  box.append(el("strong", "toast-title", title));
-  if (message) box.append(el("span", "toast-msg", message));
-  box.addEventListener("click", () => box.remove());
-  const area = $("#errors");
-  area.style.height = `${$("#topbar").getBoundingClientRect().height}px`;
-  area.prepend(box);
-  while (area.children.length > 1 && area.scrollHeight > area.clientHeight) area.lastElementChild.remove();
-  setTimeout(() => box.remove(), TOAST_MS[kind] ?? TOAST_MS.error);
-}
-
 function errorToast(code, message) {
   toast("error", ERROR_TITLES[code] ?? "Refused", message, code);
-}
-
-/** A modal question; resolves true when confirmed. `lines` are shown as a list. */
-function confirmDialog(title, lines, okLabel) {
-  const dialog = $("#confirm");
-  $("#confirm-title").textContent = title;
-  $("#confirm-body").replaceChildren(...lines.map((line) => el("li", null, line)));
-  $("#confirm-ok").textContent = okLabel;
-  return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
-    dialog.returnValue = "";
-    dialog.showModal();
-    $("#confirm-ok").focus();
-  });
 }
 
 // A click while the server is unreachable waits (the top bar counts them)

@@ -118,7 +118,13 @@ class Server:
             )
         )
         self.admin = Admin(
-            self.storage, self.rooms, self.metrics, self.tokens, self.clock, limits=self.limits
+            self.storage,
+            self.rooms,
+            self.metrics,
+            self.tokens,
+            self.clock,
+            limits=self.limits,
+            room_command=self.room_command,
         )
         self.sessions: set[Session] = set()
         # Admin sessions holding one of the admin slots (reserved at the
@@ -240,7 +246,11 @@ class Server:
             links=self.links,
             trusted_proxies=self.config.trusted_proxies,
             admin=AdminHttp(
-                self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
+                self.admin_hash,
+                self.storage.export_room,
+                self._deps.hello_failures,
+                self.clock,
+                room_list=self.room_list,
             ).handle,
         )
         self._ws = await serve(
@@ -416,6 +426,38 @@ class Server:
         }
 
     # --- in-process commands (CLI --demo, tests) -------------------------
+
+    async def room_list(self) -> list[dict[str, Any]]:
+        """The admin's list of rooms (`GET /admin/rooms`, `vtt-sync admin
+        rooms`): each room's id, name, version, last activity (the wall
+        time its head was written; null at version 0), creation time, and
+        who is connected to this server (user, name, role, sessions). A
+        room loaded here shows its live name; the others are not loaded."""
+        out = []
+        for summary in await self.storage.room_summaries():
+            host = self.rooms.hosts.get(summary.room)
+            users = host.state.get("users", {}) if host is not None else {}
+            name = host.state.get("name") if host is not None else summary.name
+            connected = [
+                {
+                    "user": uid,
+                    "name": users.get(uid, {}).get("name"),
+                    "role": users.get(uid, {}).get("role"),
+                    "sessions": n,
+                }
+                for uid, n in sorted(self.registry.users(summary.room).items())
+            ]
+            out.append(
+                {
+                    "room": summary.room,
+                    "name": name,
+                    "v": summary.v if host is None else max(summary.v, host.v),
+                    "last_activity": summary.last_activity,
+                    "created": summary.created,
+                    "connected": connected,
+                }
+            )
+        return out
 
     async def admin_command(
         self, op: str, args: dict[str, Any], cmd_id: str | None = None

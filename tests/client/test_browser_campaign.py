@@ -9,6 +9,8 @@ Without Chromium or Playwright these tests skip locally and FAIL in CI."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -212,3 +214,52 @@ async def test_table_setup_folds_away_once_play_starts(browser: Any, table: Live
         await expect(gm.locator("#clock")).to_have_attribute("data-seconds", "66")
         await expect(setup).to_have_attribute("open", "")
     assert gm.js_errors == []
+
+
+async def test_the_admin_page_lists_exports_deletes_and_reissues_a_gm_link(
+    browser: Any, table: LiveTable, tmp_path: Path
+) -> None:
+    from playwright.async_api import expect
+
+    async with Client(table.url, ADMIN_TOKEN, None) as admin:
+        await admin.command("create_room", room="spare", name="Spare table", gm_name="Ana")
+    player = await open_page(browser, table.page("p1"))  # someone connected to the demo
+    ctx = await browser.new_context(accept_downloads=True)
+    page = await ctx.new_page()
+    page.js_errors = []
+    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+    await page.goto(f"{table.http_url}admin.html#token={ADMIN_TOKEN}")
+    demo = page.locator('#rooms-table tr[data-room="demo"]')
+    await expect(demo.locator(".room-name")).to_have_text("Demo table")
+    await expect(demo.locator(".room-who")).to_contain_text("Aline's player (player)")
+    v, _ = await table.state()
+    await expect(demo.locator(".room-v")).to_have_text(str(v))
+    assert "token" not in page.url  # the token left the address bar
+    # export: the room file, downloaded
+    async with page.expect_download() as info:
+        await demo.locator('button[data-action="export"]').click()
+    download = await info.value
+    saved = tmp_path / "demo.json"
+    await download.save_as(saved)
+    assert json.loads(saved.read_text())["room"] == "demo"
+    # a new GM link: asked first; it opens the GM's seat
+    await demo.locator('button[data-action="gm-link"]').click()
+    title = page.locator("#confirm-title")
+    await expect(title).to_have_text("A new link for the GM of Demo table?")
+    await page.click("#confirm-ok")
+    link = page.locator("#room-link-url")
+    await expect(link).to_have_value(re.compile(r"#room=demo&token="))
+    gm = await open_page(browser, await link.input_value())
+    await expect(gm.locator("#whoami")).to_contain_text("gm")
+    table.people["gm"]["token"] = (await link.input_value()).rsplit("token=", 1)[1]
+    # delete: asked first; cancelled, nothing happens
+    spare = page.locator('#rooms-table tr[data-room="spare"]')
+    await spare.locator('button[data-action="delete"]').click()
+    await expect(page.locator("#confirm-title")).to_have_text("Delete Spare table (spare)?")
+    await page.click("#confirm-cancel")
+    await expect(spare).to_have_count(1)
+    await spare.locator('button[data-action="delete"]').click()
+    await page.click("#confirm-ok")
+    await expect(spare).to_have_count(0)
+    assert table.server is not None and not table.server.rooms.exists("spare")
+    assert page.js_errors == [] and player.js_errors == []
