@@ -471,6 +471,15 @@ async def _create_room(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _patch_events(view: Any, patch: dict[str, Any]) -> list[dict[str, Any]]:
+    """A patch's events for the feed, each with its version, completed from
+    the patch's ops (a status character's arrival reads "joins")."""
+    return [
+        {**view.text.complete(e, patch.get("ops")), "v": patch.get("v")}
+        for e in patch.get("events") or []
+    ]
+
+
 async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None) -> int:
     from rich.console import Console
     from rich.live import Live
@@ -487,7 +496,7 @@ async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None)
         try:
             await client.connect(timeout=ns.timeout)
             for patch in await client.history(ns.events):
-                view.events.extend({**e, "v": patch.get("v")} for e in patch.get("events") or [])
+                view.events.extend(_patch_events(view, patch))
             view.state, view.version = client.state, client.version
             view.user, view.role, view.status = client.user, client.role, "connected"
             console.print(view.render())
@@ -515,8 +524,9 @@ async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None)
             view.user, view.role = client.user, client.role
             refresh()
 
-        def on_event(event: dict[str, Any]) -> None:
-            view.events.append(event)
+        def on_patch(patch: dict[str, Any]) -> None:
+            view.names.update(client.state)
+            view.events.extend(_patch_events(view, patch))
 
         def on_status(status: str, detail: str) -> None:
             view.status, view.detail = status, detail
@@ -529,18 +539,14 @@ async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None)
             if status != "connected" or backfilled:
                 return
             backfilled = True  # the recent log, once, on arrival
-            older = [
-                {**e, "v": p.get("v")}
-                for p in await client.history(ns.events)
-                for e in p.get("events") or []
-            ]
+            older = [e for p in await client.history(ns.events) for e in _patch_events(view, p)]
             merged = older + list(view.events)
             view.events.clear()
             view.events.extend(merged)  # a bounded deque keeps the newest
             refresh()
 
         client.on_status(backfill)
-        client.on_event(on_event)  # events are added before the state refresh
+        client.on_patch(on_patch)  # events are added before the state refresh
         client.on_state(on_state)
         client.on_status(on_status)
         client.start()

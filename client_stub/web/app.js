@@ -347,7 +347,12 @@ function updateCard(card, id, c, state) {
   const stab = $(".stability", card);
   if (c.condition === "stable" && c.stable_since !== null && c.stable_since !== undefined) {
     stab.hidden = false;
-    stab.textContent = `stable ${formatDuration(state.clock - c.stable_since)} · ${c.stability_checks ?? 0}/8 checks`;
+    // L1: a Constitution check every hour of being stable, 8 at most
+    const done = c.stability_checks ?? 0;
+    const next = c.stable_since + 3600 * (done + 1) - state.clock;
+    stab.textContent =
+      `stable for ${formatDuration(state.clock - c.stable_since)} · ` +
+      `Constitution check ${done + 1} of 8 in ${formatDuration(Math.max(0, next))}`;
   } else stab.hidden = true;
   const dmg = Object.entries(c.ability_damage || {}).filter(([, v]) => v > 0);
   const abil = $(".ability-damage", card);
@@ -920,6 +925,7 @@ function eventItem(ev, patch) {
 /** Newest patch first; the events of one patch in their order. */
 function addPatch(patch) {
   names.update(client.state); // the state already holds the patch: names of newcomers
+  patch.events = (patch.events || []).map((ev) => eventText.complete(ev, patch.ops));
   remember(patch);
   const events = patch.events || [];
   if (!events.length) return;
@@ -1083,7 +1089,10 @@ async function start() {
       const feed = $("#feed");
       const shown = new Set($$("li.event", feed).map((li) => li.dataset.v));
       const block = document.createDocumentFragment();
-      for (const patch of patches) remember(patch);
+      for (const patch of patches) {
+        patch.events = (patch.events || []).map((ev) => eventText.complete(ev, patch.ops));
+        remember(patch);
+      }
       for (const patch of [...patches].reverse()) {
         if (shown.has(String(patch.v))) continue;
         for (const ev of patch.events || []) block.append(eventItem(ev, patch));

@@ -263,3 +263,51 @@ async def test_the_admin_page_lists_exports_deletes_and_reissues_a_gm_link(
     await expect(spare).to_have_count(0)
     assert table.server is not None and not table.server.rooms.exists("spare")
     assert page.js_errors == [] and player.js_errors == []
+
+
+async def test_the_page_says_what_happened_in_words(browser: Any, table: LiveTable) -> None:
+    """A status NPC joins (not "changes") on a player's page, in the page's
+    JS as in Python; a stable character's card says when its next check
+    comes; healing that restores nothing says so."""
+    from playwright.async_api import expect
+
+    from client_stub.events import EventText, Names
+    from tests.client.test_events import status_npc_patches
+
+    names = Names()
+    text = EventText(names)
+    samples, expected = [], []
+    for ops, events, state in status_npc_patches():
+        names.update(state)
+        samples.append([ops, events[0], state])
+        expected.append(text.sentence(text.complete(events[0], ops)))
+    player = await open_page(browser, table.page("p1"))
+    said = await player.evaluate(
+        """async (samples) => {
+          const m = await import("./event-text.js");
+          const known = new m.Names();
+          const text = new m.EventText(await m.loadTexts(), known);
+          return samples.map(([ops, ev, state]) => {
+            known.update(state);
+            return text.sentence(text.complete(ev, ops));
+          });
+        }""",
+        samples,
+    )
+    assert (
+        said
+        == expected
+        == ["Goblin chief joins the table (id c1)", "Goblin chief leaves the table"]
+    )
+    async with Client(table.url, table.token("gm"), ROOM) as gm:
+        await gm.command("add_character", **SHEET, name="Goblin chief")  # the GM's: status
+        feed = player.locator("#feed")
+        await expect(feed).to_contain_text("Goblin chief joins the table")
+        await gm.command("damage", char="c1", amount=100, nonlethal=True)  # down, stable (N1)
+        card = player.locator('[data-char="c1"] .stability')
+        await expect(card).to_have_text("stable for 0s · Constitution check 1 of 8 in 1h")
+        await gm.command("advance_clock", seconds=600)
+        await expect(card).to_have_text("stable for 10m · Constitution check 1 of 8 in 50m")
+        await gm.command("heal", char="c2", amount=2)  # Bastien is unhurt
+        await expect(feed).to_contain_text("Bastien: healing 2 restores nothing (PV already full")
+    assert player.js_errors == []
