@@ -150,6 +150,24 @@ def ops_text() -> str:
     return "\n".join(lines)
 
 
+def unknown_args_message(op: str, names: list[str]) -> str | None:
+    """None if every argument name is one of `op`'s, else what to type."""
+    import difflib
+
+    known = list(_catalog().op_args(op))
+    bad = [n for n in names if n not in known]
+    if not bad:
+        return None
+    hints = []
+    for name in bad:
+        near = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {' or '.join(near)}?)" if near else ""))
+    return (
+        f"{op} has no argument {', '.join(hints)}; its arguments: "
+        f"{', '.join(known) or 'none'} (vtt-sync client cmd {op} --help)"
+    )
+
+
 def unknown_op_message(op: str) -> str:
     near = _catalog().suggest(op)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
@@ -188,7 +206,12 @@ def op_help(op: str) -> str:
 # --- arguments ----------------------------------------------------------------
 
 
-def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+def _connection_options(
+    parser: argparse.ArgumentParser,
+    *,
+    defaults: bool,
+    token_help: str = "your token: the one in your page link (env VTT_SYNC_TOKEN)",
+) -> None:
     """The connection options, accepted before and after the subcommand.
 
     The subcommands' copies default to SUPPRESS: argparse lets a subparser's
@@ -200,9 +223,12 @@ def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> N
         return value if defaults else argparse.SUPPRESS
 
     parser.add_argument(
-        "--url", default=d(None), help=f"server URL (env VTT_SYNC_URL; default {DEFAULT_URL})"
+        "--url",
+        default=d(None),
+        help=f"server URL (env VTT_SYNC_URL; default {DEFAULT_URL}); a page link "
+        "(https://host/#room=R&token=T) works too: its room and token are used",
     )
-    parser.add_argument("--token", default=d(None), help="user token (env VTT_SYNC_TOKEN)")
+    parser.add_argument("--token", default=d(None), help=token_help)
     parser.add_argument("--room", default=d(None), help="room id (env VTT_SYNC_ROOM)")
     parser.add_argument(
         "--proto", choices=("msgpack", "json"), default=d("msgpack"), help="default msgpack"
@@ -228,6 +254,13 @@ def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> N
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _connection_options(common, defaults=False)
+    admin_common = argparse.ArgumentParser(add_help=False)
+    _connection_options(
+        admin_common,
+        defaults=False,
+        token_help="the server's admin token (env VTT_SYNC_ADMIN_TOKEN; default: the file "
+        "admin_token in --data-dir), not a user's",
+    )
     parser = argparse.ArgumentParser(
         prog="vtt-sync client",
         description="Clients of a vtt-sync server.",
@@ -263,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--compact", action="store_true", help="one line of JSON")
     create = sub.add_parser(
         "create-room",
-        parents=[common],
+        parents=[admin_common],
         help="admin: create a room, print its GM's link",
         description=(
             "Create a room (admin) and print the link its GM opens. The admin token comes "
@@ -281,10 +314,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def link_parts(url: str) -> dict[str, str]:
+    """The room, token (and ws) of a page link's fragment (#room=R&token=T):
+    a link pasted as --url says which room and token to use."""
+    from urllib.parse import parse_qs
+
+    _, _, fragment = url.partition("#")
+    found = parse_qs(fragment)
+    return {k: v[0] for k, v in found.items() if k in ("room", "token", "ws") and v and v[0]}
+
+
 def _settings(ns: argparse.Namespace) -> tuple[str, str, str | None]:
     url = ns.url or os.environ.get("VTT_SYNC_URL") or DEFAULT_URL
-    token = ns.token or os.environ.get("VTT_SYNC_TOKEN")
-    room = ns.room or os.environ.get("VTT_SYNC_ROOM") or None
+    link = link_parts(url)
+    if "ws" in link:  # a link to a page served elsewhere: its server is `ws`
+        url = link["ws"]
+    token = ns.token or link.get("token") or os.environ.get("VTT_SYNC_TOKEN")
+    room = ns.room or link.get("room") or os.environ.get("VTT_SYNC_ROOM") or None
     if not token:
         raise UsageError("no token: pass --token or set VTT_SYNC_TOKEN")
     return normalize_url(url), token, room
@@ -581,6 +627,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise UsageError("cmd needs an op (vtt-sync client ops lists them)")
             if not known:
                 raise UsageError(unknown_op_message(ns.op))
+            wrong = unknown_args_message(ns.op, list(parse_pairs(ns.args)))
+            if wrong:
+                raise UsageError(wrong)
         if ns.action == "create-room":
             return asyncio.run(_create_room(ns))
         url, token, room = _settings(ns)

@@ -469,7 +469,8 @@ OPS: dict[str, OpDoc] = {
         "The file travels in parts of at most 30,000 characters, in order, under one "
         "`upload` id; the last part's ack says the room is stored. Without token hashes in "
         "the file, every user gets a new token (in the last ack, once). With `replace`, an "
-        "existing room is replaced at once and its connections reconnect (1012). "
+        "existing room is replaced at once and its connections close (1012); without token "
+        "hashes in the file their old tokens are refused (4401): each user needs their new link. "
         "`vtt-sync admin import FILE` does all this.",
         {
             "room": "the room's id (as in the file)",
@@ -664,7 +665,7 @@ EVENTS: dict[str, EventDoc] = {
         {
             "user": "the user's id",
             "change": "added, removed or token_rotated",
-            "name": "added: their name",
+            "name": "added, removed: their name (a removed user's is known by none after)",
             "role": "added: gm, player or observer",
         },
         {

@@ -245,7 +245,10 @@ class Admin:
                 )
             if await self.rooms.has(room) and not replace:
                 return protocol.error(
-                    "conflict", f"room {room!r} already exists (replace it with replace)", cmd_id
+                    "conflict",
+                    f"room {room!r} already exists: to replace it, import again with replace "
+                    "(vtt-sync admin import FILE --replace)",
+                    cmd_id,
                 )
             up = self._upload = _Upload(upload_id, room, parts, replace, now)
         if (room, parts, replace) != (up.room, up.parts, up.replace):
@@ -289,7 +292,12 @@ class Admin:
         record = AdminRecord(cmd_id, "import_room", args, stored, self.clock.time())
         exists = await self.rooms.has(dump.room)
         if exists and not up.replace:
-            return protocol.error("conflict", f"room {dump.room!r} already exists", cmd_id)
+            return protocol.error(
+                "conflict",
+                f"room {dump.room!r} already exists: to replace it, import again with replace "
+                "(vtt-sync admin import FILE --replace)",
+                cmd_id,
+            )
 
         async def store() -> None:
             await self.storage.import_room(dump, record, replace=up.replace)

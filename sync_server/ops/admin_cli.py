@@ -135,7 +135,8 @@ def add_parser(sub: Any) -> None:
     imp.add_argument(
         "--replace",
         action="store_true",
-        help="replace the room if it exists (default: refuse); its users reconnect",
+        help="replace the room if it exists (default: refuse); its sessions close and, "
+        "unless the file holds token hashes, everyone needs the new link printed",
     )
     server_options(imp)
     backup = tasks.add_parser("backup", help="copy the whole database (online, consistent) to FILE")
