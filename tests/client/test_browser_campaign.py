@@ -311,3 +311,34 @@ async def test_the_page_says_what_happened_in_words(browser: Any, table: LiveTab
         await gm.command("heal", char="c2", amount=2)  # Bastien is unhurt
         await expect(feed).to_contain_text("Bastien: healing 2 restores nothing (PV already full")
     assert player.js_errors == []
+
+
+CLEAR_TOASTS = "document.querySelectorAll('#errors .toast').forEach((t) => t.remove())"
+
+
+async def test_readme_screenshots_of_the_gms_and_a_players_page(
+    browser: Any, table: LiveTable
+) -> None:
+    """The README's pictures (docs/screenshot-gm.png, docs/screenshot-player.png),
+    taken again by every run so they show the page as it is: the demo table
+    in a combat, a character hurt, the goblin (a status NPC) hit."""
+    from playwright.async_api import expect
+
+    async with Client(table.url, table.token("gm"), ROOM) as gm:
+        await gm.command("combat_start", order=["c1", "c2", "c4", "c3"])
+        await gm.command("damage", char="c2", amount=12)
+        await gm.command("damage", char="c4", amount=3)
+        await gm.command("end_turn", char="c1")
+    gm_page = await open_page(browser, table.page("gm"), width=1280, height=860)
+    await expect(gm_page.locator("#combat-order li.current")).to_have_attribute("data-char", "c2")
+    player = await open_page(browser, table.page("p2"), width=390, height=844)
+    await expect(player.locator("#turn-text")).to_contain_text("Your turn")
+    for page in (gm_page, player):
+        await page.evaluate(
+            "document.querySelectorAll('#errors .toast').forEach((t) => t.remove())"
+        )
+    await gm_page.screenshot(path=str(DOCS / "screenshot-gm.png"))
+    await player.screenshot(path=str(DOCS / "screenshot-player.png"))
+    for name in ("screenshot-gm.png", "screenshot-player.png"):
+        assert (DOCS / name).stat().st_size > 10_000
+    assert gm_page.js_errors == [] and player.js_errors == []
