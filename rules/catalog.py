@@ -514,6 +514,21 @@ OPS: dict[str, OpDoc] = {
         args={"room": Arg(ROOM_ID)},
         role="A",
     ),
+    "reissue_gm_link": OpDoc(
+        "a new link for a room's GM who lost theirs (admin session)",
+        "The GM's token is rotated as `rotate_token` does (in the room's log): the ack "
+        "carries the new one, the old link stops working and the GM's sessions close with "
+        "4403. Every other user keeps their link. `vtt-sync admin gm-link ROOM` prints the "
+        "link; the admin page has a button for it.",
+        {"room": "the room's id", "user": "which GM (default: the room's first GM)"},
+        {"room": "thursday"},
+        (),
+        (("not_found", "no room with this id, or no such GM in it"),),
+        result='{"room": "thursday", "user": "u1", "gm_token": "..."}',
+        undoable=False,
+        args={"room": Arg(ROOM_ID), "user": optional(UPLOAD_ID)},
+        role="A",
+    ),
     "import_room": OpDoc(
         "import a room file, in parts (admin session)",
         "A room exported by `vtt-sync admin export` (or another server) is created as it "
@@ -521,7 +536,8 @@ OPS: dict[str, OpDoc] = {
         "The file travels in parts of at most 30,000 characters, in order, under one "
         "`upload` id; the last part's ack says the room is stored. Without token hashes in "
         "the file, every user gets a new token (in the last ack, once). With `replace`, an "
-        "existing room is replaced at once and its connections reconnect (1012). "
+        "existing room is replaced at once and its connections close (1012); without token "
+        "hashes in the file their old tokens are refused (4401): each user needs their new link. "
         "`vtt-sync admin import FILE` does all this.",
         {
             "room": "the room's id (as in the file)",
@@ -717,7 +733,7 @@ EVENTS: dict[str, EventDoc] = {
         {
             "user": "the user's id",
             "change": "added, removed or token_rotated",
-            "name": "added: their name",
+            "name": "added, removed: their name (a removed user's is known by none after)",
             "role": "added: gm, player or observer",
         },
         {

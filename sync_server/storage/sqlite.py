@@ -31,6 +31,7 @@ from sync_server.storage import (
     PatchRow,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
     TokenInUse,
@@ -38,7 +39,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import backfill_views
+from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -559,6 +560,27 @@ class SqliteStorage:
                 (room,),
             ).fetchone()
             return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
+
+        return await self._submit(q, write=False)
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        def q(conn: sqlite3.Connection) -> list[RoomSummary]:
+            out = []
+            rooms = conn.execute(
+                "SELECT r.room, r.head, r.created,"
+                " (SELECT ts FROM versions v WHERE v.room = r.room AND v.v = r.head)"
+                " FROM rooms r ORDER BY r.room"
+            ).fetchall()
+            for room, head, created, last in rooms:
+                snap_v, snap = _latest_snapshot(conn, room)
+                renames = conn.execute(
+                    "SELECT args FROM versions WHERE room = ? AND v > ? AND op = 'update_room'"
+                    " ORDER BY v",
+                    (room, snap_v),
+                )
+                name = name_after(_unpack(snap).get("name"), (_unpack(a[0]) for a in renames))
+                out.append(RoomSummary(room, head, created, last, name))
+            return out
 
         return await self._submit(q, write=False)
 
