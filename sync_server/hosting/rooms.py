@@ -74,6 +74,9 @@ class Command:
     reply: Callable[[dict[str, Any]], None]
     done: Callable[[], None] | None = None
     received: float = 0.0
+    # Told the stored patch and its view before the reply, for a sender that
+    # does not read the room's patches (the HTTP door answers with it).
+    patch_to: Callable[[dict[str, Any], Any], None] | None = None
 
     @property
     def op(self) -> Any:
@@ -126,13 +129,22 @@ class Delete:
 
 
 @attrs.define
+class Query:
+    """A read of the room as stored (between batches, never halfway through
+    one): `read(core)`'s value, or its exception, goes to `future`."""
+
+    read: Callable[[RoomCore], Any]
+    future: asyncio.Future[Any]
+
+
+@attrs.define
 class Barrier:
     """Resolved once every item queued before it is done (shutdown, tests)."""
 
     future: asyncio.Future[None]
 
 
-Item = Command | Join | Sync | Delete | Barrier
+Item = Command | Join | Sync | Query | Delete | Barrier
 
 
 @attrs.frozen
@@ -263,6 +275,8 @@ class RoomHost:
                         raise
                 elif isinstance(item, Sync):
                     self._sync(item)
+                elif isinstance(item, Query):
+                    self._query(item)
                 elif isinstance(item, Delete):
                     await self._delete(item)
                 elif isinstance(item, Barrier) and not item.future.done():
@@ -283,7 +297,7 @@ class RoomHost:
             item = self._items.popleft()
             if isinstance(item, Command):
                 self._answer(item, protocol.error(code, message, item.cmd_id), code)
-            elif isinstance(item, Join | Delete):
+            elif isinstance(item, Join | Delete | Query):
                 if not item.future.done():
                     item.future.set_exception(RoomClosed(self.room_id))
             elif isinstance(item, Barrier):
@@ -343,6 +357,11 @@ class RoomHost:
                     services.metrics.patch()
                 except Exception:
                     log.exception("room %s: publish of v%s failed", self.room_id, decision.patch)
+            if item.patch_to is not None and decision.patch is not None:
+                try:
+                    item.patch_to(decision.patch, decision.view)
+                except Exception:
+                    log.exception("room %s: the patch of %s not handed over", self.room_id, item)
             self._answer(item, decision.reply, decision.outcome)
             for user in decision.closes:
                 try:
@@ -417,6 +436,20 @@ class RoomHost:
         finally:
             if s.done is not None:
                 s.done()
+
+    def _query(self, q: Query) -> None:
+        if q.future.done():
+            return
+        try:
+            q.future.set_result(q.read(self.core))
+        except Exception as exc:
+            q.future.set_exception(exc)
+
+    async def query(self, read: Callable[[RoomCore], Any]) -> Any:
+        """`read(core)` in the room's queue: what it reads is stored."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.submit(Query(read, fut))
+        return await fut
 
     async def _delete(self, d: Delete) -> None:
         try:
@@ -715,6 +748,7 @@ __all__ = [
     "Delete",
     "Join",
     "JoinRefused",
+    "Query",
     "RoomClosed",
     "RoomHost",
     "RoomServices",
