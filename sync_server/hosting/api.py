@@ -36,6 +36,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 import rules
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, plausible_token, same_hash
@@ -80,6 +82,19 @@ ALLOW_DEFAULT = "GET, OPTIONS"
 CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
 CORS_MAX_AGE_SECONDS = 600
 EVENT_STREAM = "text/event-stream; charset=utf-8"
+
+
+@attrs.frozen
+class Call:
+    """One authenticated request to a room's route."""
+
+    request: HttpRequest
+    conn: HttpConnection
+    cors: list[tuple[str, str]]
+    host: RoomHost
+    user: str
+    role: str
+    bucket: TokenBucket | None
 
 
 def route_of(path: str) -> tuple[str, str | None, str]:
@@ -335,14 +350,13 @@ class Api:
         host, user, role = await self._authenticate(request, room)
         bucket = request_bucket(self.deps, role, room, user)
         self._allow(bucket)
-        if route == "commands":
-            await self._command(request, conn, cors, host, user, role)
-        elif route == "state":
-            await self._state(conn, cors, host, user, bucket)
-        elif route == "history":
-            await self._history(request, conn, cors, host, user, bucket)
-        else:
-            await self._events(request, conn, cors, host, user, bucket)
+        call = Call(request, conn, cors, host, user, role, bucket)
+        await {
+            "commands": self._command,
+            "state": self._state,
+            "history": self._history,
+            "events": self._events,
+        }[route](call)
 
     async def _authenticate(self, request: HttpRequest, room: str) -> tuple[RoomHost, str, str]:
         """(the room's host, the user, their role), as a hello checks them."""
@@ -402,15 +416,9 @@ class Api:
 
     # --- the routes ----------------------------------------------------------
 
-    async def _command(
-        self,
-        request: HttpRequest,
-        conn: HttpConnection,
-        cors: list[tuple[str, str]],
-        host: RoomHost,
-        user: str,
-        role: str,
-    ) -> None:
+    async def _command(self, call: Call) -> None:
+        request, conn, cors, host = call.request, call.conn, call.cors, call.host
+        user, role = call.user, call.role
         cmd_id = request.header("idempotency-key")
         if cmd_id is None:
             cmd_id = f"http-{secrets.token_hex(8)}"
@@ -471,66 +479,57 @@ class Api:
             answer = {**answer, "patch": seen[0]}
         conn.respond(200, json_body(answer), headers=cors)
 
-    async def _state(
-        self,
-        conn: HttpConnection,
-        cors: list[tuple[str, str]],
-        host: RoomHost,
-        user: str,
-        bucket: TokenBucket | None,
-    ) -> None:
-        def read(core: RoomCore) -> dict[str, Any] | None:
-            viewer = core.viewer(user)
-            if viewer is None:
-                return None
-            return {"room": core.room_id, "user": user, "role": viewer.role, "v": core.v,
-                    "state": core.view(viewer)}  # fmt: skip
+    async def _read(self, call: Call, build: Callable[[RoomCore, rules.Viewer], Any]) -> None:
+        """Answer with `build(core, viewer)`, read in the room's queue (the
+        room as stored); its size is charged like a sync reply's."""
 
-        found = await self._query(host, read)
-        if found is None:
+        def read(core: RoomCore) -> Any:
+            viewer = core.viewer(call.user)
+            return None if viewer is None else build(core, viewer)
+
+        found = await self._query(call.host, read)
+        if found is None:  # removed from the room meanwhile
             raise unauthenticated()
         body = json_body(found)
-        self._charge(bucket, len(body))
-        conn.respond(200, body, headers=cors)
+        self._charge(call.bucket, len(body))
+        call.conn.respond(200, body, headers=call.cors)
 
-    async def _history(
-        self,
-        request: HttpRequest,
-        conn: HttpConnection,
-        cors: list[tuple[str, str]],
-        host: RoomHost,
-        user: str,
-        bucket: TokenBucket | None,
-    ) -> None:
-        params = urllib.parse.parse_qs(request.query)
+    async def _state(self, call: Call) -> None:
+        await self._read(
+            call,
+            lambda core, viewer: {
+                "room": core.room_id,
+                "user": call.user,
+                "role": viewer.role,
+                "v": core.v,
+                "state": core.view(viewer),
+            },
+        )
+
+    async def _history(self, call: Call) -> None:
+        params = urllib.parse.parse_qs(call.request.query)
         most = self.deps.limits.recent_patches_in_memory
         raw = (params.get("limit") or [str(HISTORY_DEFAULT_LIMIT)])[0]
         if not raw.isdigit() or not 1 <= int(raw) <= most:
             raise Refusal("invalid_args", f"limit must be an integer from 1 to {most}")
         limit = int(raw)
+        await self._read(
+            call,
+            lambda core, viewer: {
+                "room": core.room_id,
+                "v": core.v,
+                "history": core.history(limit, viewer),
+            },
+        )
 
-        def read(core: RoomCore) -> dict[str, Any] | None:
-            viewer = core.viewer(user)
-            if viewer is None:
-                return None
-            return {"room": core.room_id, "v": core.v, "history": core.history(limit, viewer)}
-
-        found = await self._query(host, read)
-        if found is None:
-            raise unauthenticated()
-        body = json_body(found)
-        self._charge(bucket, len(body))
-        conn.respond(200, body, headers=cors)
-
-    async def _events(
-        self,
-        request: HttpRequest,
-        conn: HttpConnection,
-        cors: list[tuple[str, str]],
-        host: RoomHost,
-        user: str,
-        bucket: TokenBucket | None,
-    ) -> None:
+    async def _events(self, call: Call) -> None:
+        request, conn, host, user, bucket = (
+            call.request,
+            call.conn,
+            call.host,
+            call.user,
+            call.bucket,
+        )
         raw = request.header("last-event-id")
         if raw is None:
             raw = (urllib.parse.parse_qs(request.query).get("since") or [None])[0]
