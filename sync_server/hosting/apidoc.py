@@ -281,6 +281,24 @@ ROOM_PARAM = {
 ROOM_ERRORS = ("307", "401", "403", "404", "405", "429", "500")
 
 
+def _document(operation_id: str, summary: str) -> dict[str, Any]:
+    """The path of a document the server describes itself with (no token)."""
+    return {
+        "get": {
+            "operationId": operation_id,
+            "summary": summary,
+            "security": [],
+            "responses": {
+                "200": {
+                    "description": summary,
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                **_errors("403", "405"),
+            },
+        }
+    }
+
+
 def openapi() -> dict[str, Any]:
     ops = room_ops()
     schemas = dict(_SCHEMAS)
@@ -294,7 +312,6 @@ def openapi() -> dict[str, Any]:
             "mapping": {op: f"#/components/schemas/Command_{op}" for op in ops},
         },
     }
-    json_of = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     return {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -436,34 +453,10 @@ def openapi() -> dict[str, Any]:
                     },
                 },
             },
-            "/api/v1/openapi.json": {
-                "get": {
-                    "operationId": "getOpenApi",
-                    "summary": "This document",
-                    "security": [],
-                    "responses": {
-                        "200": {
-                            "description": "OpenAPI 3.1",
-                            "content": {"application/json": {"schema": {"type": "object"}}},
-                        },
-                        "403": {"description": "the page's origin is refused", "content": json_of},
-                    },
-                }
-            },
-            "/api/v1/asyncapi.json": {
-                "get": {
-                    "operationId": "getAsyncApi",
-                    "summary": "The WebSocket protocol, described (AsyncAPI 3.0)",
-                    "security": [],
-                    "responses": {
-                        "200": {
-                            "description": "AsyncAPI 3.0",
-                            "content": {"application/json": {"schema": {"type": "object"}}},
-                        },
-                        "403": {"description": "the page's origin is refused", "content": json_of},
-                    },
-                }
-            },
+            "/api/v1/openapi.json": _document("getOpenApi", "This document (OpenAPI 3.1)"),
+            "/api/v1/asyncapi.json": _document(
+                "getAsyncApi", "The WebSocket protocol, described (AsyncAPI 3.0)"
+            ),
         },
         "components": {
             "schemas": schemas,
