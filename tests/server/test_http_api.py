@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from sync_server.wire import protocol
 from tests.helpers.http import api, bearer, events
 from tests.helpers.server import (
     ADMIN_TOKEN,
+    REPO,
     SHEET,
     WAIT,
     Table,
@@ -399,3 +402,33 @@ async def test_curl_drives_a_room(vtt_table: Table) -> None:
     assert status == "200", out
     ack = json.loads(reply)
     assert ack["t"] == "ack" and ack["patch"]["events"][0]["kind"] == "damage"
+
+
+async def test_the_table_bot_posts_the_rule_events_as_sentences(vtt_server, vtt_table) -> None:
+    """docs/examples/table_bot.py, run as a tool would run it: it prints
+    (no Discord needed) what the page's log says."""
+    t = vtt_table
+    env = {**os.environ, "PYTHONPATH": str(REPO), "VTT_URL": http_url(t.url) + "/",
+           "VTT_ROOM": t.room, "VTT_TOKEN": t.tokens["obs"]}  # fmt: skip
+    env.pop("DISCORD_WEBHOOK", None)
+    bot = await asyncio.create_subprocess_exec(
+        sys.executable, "-u", str(REPO / "docs" / "examples" / "table_bot.py"),
+        env=env, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(WAIT):
+            while vtt_server.metrics.sse_streams._value.get() < 1:
+                await asyncio.sleep(0.02)  # polling for the bot's stream to open
+        gm = await t.connect("gm")
+        await gm.ok("damage", {"char": t.chars["c_p1"], "amount": 40})
+        await gm.ok("add_character", {**SHEET, "name": "Kira"})
+        await gm.close()
+        assert bot.stdout is not None
+        lines = []
+        async with asyncio.timeout(WAIT):
+            while not any("Kira" in line for line in lines):
+                lines.append((await bot.stdout.readline()).decode())
+        assert any("Aline" in line and "dying" in line for line in lines), lines
+    finally:
+        bot.kill()
+        await bot.wait()
