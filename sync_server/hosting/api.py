@@ -177,7 +177,11 @@ class EventStream:
         if self.closing:
             return 0
         if self.conn.buffered() + len(chunk) > self.max_bytes:
-            self.abort(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with Last-Event-ID")
+            # Too slow (1013): nothing more can be written, the close event
+            # neither; the connection goes with what it still buffers.
+            self.closing = True
+            self.close_code = protocol.CLOSE_TOO_SLOW
+            self.conn.abort()
             self._on_too_slow(self)
             return 0
         if not self._started:
@@ -224,9 +228,9 @@ class EventStream:
         self.conn.end_stream()
 
     def abort(self, code: int, reason: str) -> None:
-        self.closing = True
-        self.close_code = code
-        self.conn.abort()
+        """Close now (the room was deleted): the close event, then the end;
+        no more patches."""
+        self.close_after(code, reason)
 
 
 class Api:

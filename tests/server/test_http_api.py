@@ -432,3 +432,18 @@ async def test_the_table_bot_posts_the_rule_events_as_sentences(vtt_server, vtt_
     finally:
         bot.kill()
         await bot.wait()
+
+
+async def test_a_deleted_room_ends_its_streams_with_4404(vtt_table: Table) -> None:
+    t = vtt_table
+    async with api(http_url(t.url)) as c, events(c, t.room, t.tokens["obs"]) as s:
+        assert (await s.next()).event == "snapshot"
+        admin = await connect_admin(t.url, ADMIN_TOKEN)
+        await admin.ok("delete_room", {"room": t.room})
+        await admin.close()
+        e = await s.next()
+        assert (e.event, e.data["code"]) == ("close", protocol.CLOSE_ROOM_DELETED)
+        with pytest.raises(EOFError):
+            await s.next()
+        r = await c.get(f"/api/v1/rooms/{t.room}", headers=bearer(t.tokens["gm"]))
+        assert r.status_code == 401
