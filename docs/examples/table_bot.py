@@ -24,7 +24,7 @@ def follow(url: str, room: str, token: str, post=print) -> None:
         for line in stream:  # Server-Sent Events: one "data:" line per event
             if line.startswith(b"data: "):
                 frame = json.loads(line[6:])
-                state = frame["state"] if frame["t"] == "snapshot" else state
+                state = frame["state"] if frame.get("t") == "snapshot" else state
                 names.update(state)  # the names of those an event removes, then the new ones
                 state = apply_ops(state, frame.get("ops", []))
                 names.update(state)
