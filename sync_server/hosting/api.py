@@ -259,9 +259,12 @@ class Api:
         return conn
 
     async def close(self, code: int, reason: str) -> None:
-        """Shutdown: end every stream with `code`, then drop what is left."""
+        """Shutdown (after the rooms drained): end every stream with `code`,
+        let the answers of the last commands go out, then drop what is left."""
         for stream in list(self.streams):
             stream.close_after(code, reason)
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=self.deps.limits.close_timeout)
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)

@@ -325,7 +325,9 @@ def openapi() -> dict[str, Any]:
             ),
             "license": {"name": "MIT", "identifier": "MIT"},
         },
-        "servers": [{"url": "/", "description": "this server (the same port as WebSocket)"}],
+        # Relative to where this document is served (/api/v1/openapi.json):
+        # the server's root, under whatever sub-path a proxy puts it.
+        "servers": [{"url": "../..", "description": "this server (the WebSocket's port)"}],
         "security": [{"bearer": []}],
         "paths": {
             "/api/v1/rooms/{room}/commands": {

@@ -447,3 +447,24 @@ async def test_a_deleted_room_ends_its_streams_with_4404(vtt_table: Table) -> No
             await s.next()
         r = await c.get(f"/api/v1/rooms/{t.room}", headers=bearer(t.tokens["gm"]))
         assert r.status_code == 401
+
+
+async def test_a_server_shutting_down_ends_its_streams_with_1001(tmp_path) -> None:
+    async with running_server(tmp_path) as srv:
+        t = await create_table(srv.url)
+        async with api(srv.http_url) as c, events(c, t.room, t.tokens["p1"]) as s:
+            assert (await s.next()).event == "snapshot"
+            await srv.close()
+            e = await s.next()
+            assert (e.event, e.data["code"]) == ("close", protocol.CLOSE_SHUTDOWN)
+
+
+async def test_bad_tokens_count_against_the_address_like_refused_hellos(tmp_path) -> None:
+    async with running_server(tmp_path, hello_failure_rate=protocol_rate("0.01/2")) as srv:
+        t = await create_table(srv.url)
+        async with api(srv.http_url) as c:
+            path = f"/api/v1/rooms/{t.room}"
+            statuses = [(await c.get(path, headers=bearer("x" * 43))).status_code for _ in range(3)]
+            assert statuses == [401, 401, 429]
+            # the good token from that address waits too, as a hello would
+            assert (await c.get(path, headers=bearer(t.tokens["gm"]))).status_code == 429
