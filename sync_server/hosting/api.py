@@ -52,7 +52,7 @@ from sync_server.hosting.bus import Message
 from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
 from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost, valid_room_id
 from sync_server.hosting.sessions import SessionDeps, request_bucket
-from sync_server.hosting.web import client_address, origin_allowed
+from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS, BadFrame
 
@@ -77,10 +77,10 @@ STATUS = {
     "internal": 500,
 }
 
-ALLOW = {"commands": "POST, OPTIONS", "openapi": "GET, OPTIONS"}
+# The methods of each route (every other one reads).
+ALLOW = {"commands": "POST, OPTIONS"}
 ALLOW_DEFAULT = "GET, OPTIONS"
 CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
-CORS_MAX_AGE_SECONDS = 600
 EVENT_STREAM = "text/event-stream; charset=utf-8"
 
 
