@@ -81,6 +81,9 @@ def kind_schema(kind: Kind) -> dict[str, Any]:
     else:
         schema = {}
     schema["description"] = kind.describe()
+    if t == "integer":  # JSON Schema calls 3.0 an integer; the checkers do not
+        schema["description"] += ", without a decimal point"
+
     if kind.nullable:
         return {"anyOf": [schema, {"type": "null"}], "description": schema.pop("description")}
     return schema
@@ -90,6 +93,8 @@ def arg_schema(arg: Arg, meaning: str) -> dict[str, Any]:
     kind = arg.check
     schema = kind_schema(kind) if isinstance(kind, Kind) else {"description": "see the op"}
     need, accepts = describe_arg(arg)
+    if isinstance(kind, Kind) and kind.type == "integer":
+        accepts += ", without a decimal point"
     schema = {**schema, "description": f"{meaning} ({need}; {accepts})"}
     if not arg.required:
         if arg.default is not None:
