@@ -122,6 +122,14 @@ class Refusal(Exception):
         self.headers: list[tuple[str, str]] = headers or []
 
 
+class Moved(Exception):
+    """Cluster mode: another node serves the room, at `url`."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
 def unauthenticated() -> Refusal:
     """One answer for every bad token or room, as for a hello."""
     return Refusal(
@@ -297,6 +305,9 @@ class Api:
             conn.respond_error(
                 refused.status, refused.code, refused.message, refused.headers + cors
             )
+        except Moved as moved:  # the WebSocket's redirect frame, as an HTTP redirect
+            body = json_body(protocol.redirect(moved.url))
+            conn.respond(307, body, headers=[("Location", moved.url), *cors])
         finally:
             self.deps.metrics.http_request(route or "none", conn.status or 0)
             self._log(request, conn)
@@ -384,11 +395,11 @@ class Api:
         if found is not None and found[0] == room:
             located = await deps.rooms.locate(room)
             if isinstance(located, Owner):  # cluster: another node serves the room
-                target = (located.url or "").rstrip("/") + request.path
+                base = (located.url or "").rstrip("/")  # its WebSocket URL: ws(s)://
+                target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
                 if request.query:
                     target += "?" + request.query
-                raise Refusal("internal", f"the room is served at {target}", 307,
-                              [("Location", target)])  # fmt: skip
+                raise Moved(target)
             if located is not None:
                 user = found[1]
                 role = located.state["users"].get(user, {}).get("role")

@@ -266,7 +266,10 @@ def _error(status: str) -> dict[str, Any]:
         }
     if status == "405":
         answer["headers"] = {"Allow": {"schema": {"type": "string"}}}
-    if status == "307":
+    if status == "307":  # the WebSocket's redirect frame
+        redirect = {"type": "object", "properties": {"t": {"const": "redirect"},
+                    "url": {"type": "string"}}, "required": ["t", "url"]}  # fmt: skip
+        answer["content"] = {"application/json": {"schema": redirect}}
         answer["headers"] = {"Location": {"schema": {"type": "string"}}}
     return answer
 

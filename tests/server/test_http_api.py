@@ -468,3 +468,24 @@ async def test_bad_tokens_count_against_the_address_like_refused_hellos(tmp_path
             assert statuses == [401, 401, 429]
             # the good token from that address waits too, as a hello would
             assert (await c.get(path, headers=bearer(t.tokens["gm"]))).status_code == 429
+
+
+async def test_cluster_a_request_at_another_node_is_redirected_to_the_owner(
+    tmp_path, pg_db
+) -> None:
+    from tests.server.test_cluster import node
+
+    async with node(tmp_path, "a", pg_db) as a, node(tmp_path, "b", pg_db) as b:
+        t = await create_table(a.url)  # a claims r1
+        body = {"op": "damage", "args": {"char": t.chars["c_npc"], "amount": 1}}
+        headers = bearer(t.tokens["gm"], **{"Idempotency-Key": "moved-1"})
+        async with api(b.http_url) as c:
+            r = await c.post(commands(t.room), json=body, headers=headers)
+            assert r.status_code == 307
+            assert r.headers["location"] == a.http_url + commands(t.room)
+            assert r.json() == protocol.redirect(r.headers["location"])  # the WebSocket's frame
+            # clients drop the token on a redirect to another origin: a tool
+            # sends the same request again there itself (docs/http.md)
+            r = await c.post(r.headers["location"], json=body, headers=headers)
+            assert r.status_code == 200 and r.json()["v"] == 7  # applied once, by a
+        assert set(b.rooms.hosts) == set()
