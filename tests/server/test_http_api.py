@@ -489,3 +489,28 @@ async def test_cluster_a_request_at_another_node_is_redirected_to_the_owner(
             r = await c.post(r.headers["location"], json=body, headers=headers)
             assert r.status_code == 200 and r.json()["v"] == 7  # applied once, by a
         assert set(b.rooms.hosts) == set()
+
+
+async def test_the_door_reads_a_request_line_that_comes_in_pieces(vtt_server) -> None:
+    """Both doors behind one socket, whatever the TCP segments: the API's
+    requests go to h11, the others to websockets as before."""
+
+    async def ask(request: bytes, cut: int) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", vtt_server.port)
+        writer.write(request[:cut])
+        await writer.drain()
+        await asyncio.sleep(0.05)  # a second segment, not a timed assertion
+        writer.write(request[cut:])
+        async with asyncio.timeout(WAIT):
+            answer = await reader.read()
+        writer.close()
+        return answer
+
+    api_doc = b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
+    health = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    for cut in (1, 6, 12, len(api_doc) - 2):
+        answer = await ask(api_doc, cut)
+        assert answer.startswith(b"HTTP/1.1 200 ") and b'"openapi": "3.1.0"' in answer
+    for cut in (1, 6, len(health) - 2):
+        answer = await ask(health, cut)
+        assert answer.startswith(b"HTTP/1.1 200 ") and b'"status": "ok"' in answer
