@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from client_stub.cli import cli_example
 from client_stub.events import EventText, Names
 from rules.catalog import (
     COMMON_EVENT_FIELDS,
@@ -27,7 +28,6 @@ from rules.catalog import (
     ROLE_SHORT,
     ROLE_TEXT,
     all_ops,
-    cli_example,
     describe_arg,
     op_args,
     op_errors,

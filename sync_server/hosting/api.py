@@ -39,6 +39,7 @@ from typing import Any
 import attrs
 
 import rules
+from rules.catalog import valid_room_id
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.limits import (
@@ -50,7 +51,7 @@ from sync_server.core.ratelimit import TokenBucket, reply_cost
 from sync_server.core.room import CommandIn, JoinRefused, RoomCore
 from sync_server.hosting.bus import Message
 from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
-from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost, valid_room_id
+from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost
 from sync_server.hosting.sessions import SessionDeps, request_bucket
 from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
 from sync_server.wire import protocol
@@ -145,6 +146,12 @@ def retry_after(bucket: TokenBucket) -> str:
     return str(max(1, math.ceil(missing / bucket.spec.rate)))
 
 
+def json_line(frame: dict[str, Any]) -> bytes:
+    """A frame as the JSON subprotocol encodes it, as bytes."""
+    text = JSON.encode(frame)
+    return text.encode() if isinstance(text, str) else text
+
+
 def sse(event: str, data: bytes, event_id: int | None = None) -> bytes:
     """One Server-Sent Event; `data` is one line of JSON (the codec never
     writes a raw newline)."""
@@ -207,8 +214,8 @@ class EventStream:
         if frame.get("t") == "welcome":
             snapshot = protocol.snapshot(frame["v"], frame["state"])
             snapshot.update(room=frame["room"], user=frame["user"], role=frame["role"])
-            return self._write(sse("snapshot", JSON.encode(snapshot).encode(), frame["v"]))
-        return self._write(sse(frame["t"], JSON.encode(frame).encode(), frame.get("v")))
+            return self._write(sse("snapshot", json_line(snapshot), frame["v"]))
+        return self._write(sse(frame["t"], json_line(frame), frame.get("v")))
 
     def deliver(self, message: Message) -> None:
         """A patch from the bus, as this stream's viewer sees it."""
@@ -550,7 +557,8 @@ class Api:
         )
         raw = request.header("last-event-id")
         if raw is None:
-            raw = (urllib.parse.parse_qs(request.query).get("since") or [None])[0]
+            given = urllib.parse.parse_qs(request.query).get("since")
+            raw = given[0] if given else None
         since = None
         if raw is not None:
             if not raw.strip().isdigit():

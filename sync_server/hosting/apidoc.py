@@ -23,7 +23,7 @@ from typing import Any
 from rules.catalog import EVENTS, OPS, all_ops, describe_arg, op_args, op_errors, op_role
 from rules.catalog import ROLE_TEXT as ROLES
 from rules.engine import ADMIN_OPS
-from rules.validate import CORRECTABLE, CORRECTIONS, Arg, Kind
+from rules.validate import CORRECTABLE, CORRECTIONS, MAX_ID, Arg, Kind
 from sync_server import __version__
 from sync_server.core.limits import (
     HISTORY_DEFAULT_LIMIT,
@@ -69,6 +69,19 @@ def kind_schema(kind: Kind) -> dict[str, Any]:
             "additionalProperties": False,
             "minProperties": 1,
         }
+    elif t == "map" and not kind.options:  # keyed by character ids (validate._by_char)
+        assert kind.item is not None
+        schema = {
+            "type": "object",
+            "additionalProperties": kind_schema(kind.item),
+            "propertyNames": {
+                "minLength": 1,
+                "maxLength": MAX_ID,
+                "pattern": NO_CONTROL_CHARACTERS,
+            },
+        }
+        if kind.hi is not None:
+            schema["maxProperties"] = kind.hi
     elif t == "map":
         assert kind.item is not None
         schema = {

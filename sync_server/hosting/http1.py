@@ -223,7 +223,9 @@ class HttpConnection(asyncio.Protocol):
                     self._body_too_big()
                     return
                 if self.h11.they_are_waiting_for_100_continue:
-                    self._write(self.h11.send(h11.InformationalResponse(status_code=100)))
+                    self._write(
+                        self.h11.send(h11.InformationalResponse(status_code=100, headers=[]))
+                    )
             elif isinstance(event, h11.Data):
                 self._body += event.data
                 if len(self._body) > self.max_body:
