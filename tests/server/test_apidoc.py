@@ -194,3 +194,17 @@ def test_every_command_the_schema_allows_passes_the_argument_checks() -> None:
 
     accepted()
     assert len(seen) > 10
+
+
+def test_the_asyncapi_examples_are_frames_the_parsers_read() -> None:
+    """Each message's example is what the protocol's own parsers accept
+    (wire/frames.py), in the direction the document says."""
+    from sync_server.wire.frames import parse_client, parse_server
+
+    doc = apidoc.asyncapi()
+    for op in doc["operations"].values():
+        for ref in op["messages"]:
+            name = ref["$ref"].rsplit("/", 1)[1]
+            example = doc["components"]["messages"][name]["examples"][0]["payload"]
+            parse = parse_client if op["action"] == "send" else parse_server
+            parse(example)
