@@ -8,14 +8,23 @@ and the caller does all the I/O. No asyncio, no sockets, no storage calls;
 the dice, the wall clock and the token source are injected. So a unit test
 drives a room with plain data and chooses every roll, in microseconds.
 
-Transactions. Commands are evaluated into an open batch: each accepted one
-moves the in-memory room to its next version at once (the next command of
-the batch builds on it), and its record joins `pending`. The caller stores
-the whole batch, then calls `commit()`; if storing failed (or anything
-else went wrong before the commit), `rollback()` puts the room back exactly
-as it was before the batch (state, version, dedup window, epochs) and turns
-every decision that depended on the batch into an `internal` error. Memory
-never runs ahead of storage, whatever fails.
+Transactions. The host takes the commands the core says go together
+(`batch_size`), opens a `Batch` (`begin`), lets the core evaluate it
+(`evaluate_batch`; a batch that `reads_log` gets the log's undo target
+first), stores `batch.records` (and `batch.snapshot`) on `batch.expected`,
+and then calls `stored(batch)` or, if anything failed on the way,
+`failed(batch, error)`. Both return the ordered list of outputs to carry
+out (`Publish`, `Answer`, `CloseUsers`, `RememberToken`, `Lost`), and the
+host performs them one by one, deciding nothing: as websockets' host writes
+what `data_to_send()` returns. Each accepted command moves the in-memory
+room to its next version at once (the next one of the batch builds on it);
+`failed` puts the room back exactly as it was before the batch (state,
+version, dedup window, epochs) and answers every command that depended on
+it `internal`. Memory never runs ahead of storage, whatever fails, and
+readers outside the room's queue see only what is stored (`committed`).
+
+(`evaluate`, `commit` and `rollback` are the steps these are built of; the
+core's unit tests drive them one by one.)
 
 The core decides no game rule: the rules engine does (`rules.apply`,
 `rules.revert`); the core turns its outcome into versions, patches and
@@ -36,7 +45,7 @@ import rules
 from rules.model import TOUCHED_CUTOVER
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
-from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
+from sync_server.storage import LoadedRoom, RoomDeleted, UndoTarget, VersionConflict, VersionRecord
 from sync_server.storage.base import Views, version_views, view_key, view_ops_events
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS
@@ -139,6 +148,70 @@ class StaticLog:
         return self.target
 
 
+# --- what the host carries out, in order ---------------------------------------
+
+
+@attrs.frozen
+class Publish:
+    """Send a stored version's patch to every subscriber of the room (as
+    each viewer may see it: `view`)."""
+
+    patch: dict[str, Any]
+    view: PatchView | None
+
+
+@attrs.frozen
+class Answer:
+    """Reply to the batch's `index`-th command (ack or error) and count it."""
+
+    index: int
+    frame: dict[str, Any]
+    outcome: str
+
+
+@attrs.frozen
+class CloseUsers:
+    """End these users' sessions (4403): removed, or their token rotated."""
+
+    users: tuple[str, ...]
+
+
+@attrs.frozen
+class RememberToken:
+    """A token the batch minted, kept server-wide for a while so that a
+    retry of its command gets it again (tokens are never stored)."""
+
+    key: tuple[str, str, str]
+    token: str
+
+
+@attrs.frozen
+class Lost:
+    """This node no longer serves the room (fenced, or deleted elsewhere):
+    stop at once, close its sessions with `code`."""
+
+    why: str
+    code: int
+
+
+Output = Publish | Answer | CloseUsers | RememberToken | Lost
+
+
+@attrs.define
+class Batch:
+    """Commands taken from the queue together, and what storing them takes.
+    `reads_log`: an undo, which needs the log's undo target before it is
+    evaluated. After `evaluate_batch`: `records` to store (with `snapshot`)
+    on the head `expected`."""
+
+    commands: list[CommandIn]
+    reads_log: bool
+    decisions: list[Decision] = attrs.Factory(list)
+    records: list[VersionRecord] = attrs.Factory(list)
+    snapshot: tuple[int, dict[str, Any]] | None = None
+    expected: int = 0
+
+
 @attrs.define
 class _Batch:
     """What `rollback` restores, and what `commit` finalizes."""
@@ -195,8 +268,82 @@ class RoomCore:
         self.recent_tokens = recent_tokens
         self.check_invariants = check_invariants
         self._batch: _Batch | None = None
+        # What is stored: what readers outside the room's queue see.
+        self.committed: tuple[dict[str, Any], int, dict[str, int]] = (
+            self.state,
+            self.v,
+            dict(self.epochs),
+        )
 
-    # --- the batch ------------------------------------------------------------
+    # --- the batch, as the host drives it -------------------------------------
+
+    def batch_size(self, ops: list[Any], limit: int) -> int:
+        """How many of the queued commands (their ops, in queue order) go in
+        the next batch: up to `limit`, and an undo alone (it reads the log,
+        which the batch before it must have reached)."""
+        if not ops:
+            return 0
+        if ops[0] == "undo":
+            return 1
+        n = 1
+        while n < len(ops) and n < limit and ops[n] != "undo":
+            n += 1
+        return n
+
+    def begin(self, commands: list[CommandIn]) -> Batch:
+        return Batch(list(commands), reads_log=bool(commands) and commands[0].op == "undo")
+
+    def evaluate_batch(self, batch: Batch, reader: LogReader | None = None) -> None:
+        """Evaluate every command of `batch` into the open batch; say what to
+        store. Never raises for a command (each failure is its `internal`)."""
+        for c in batch.commands:
+            batch.decisions.append(self.evaluate(c, reader))
+        batch.records = self.pending
+        batch.snapshot = self.snapshot_due() if batch.records else None
+        batch.expected = self.base_v
+
+    def stored(self, batch: Batch) -> list[Output]:
+        """The batch is durable: keep it, and say what to send, in order: the
+        tokens it minted, then per command its patch, its answer, the
+        sessions it ends."""
+        return [*self.commit(), *self._outputs(batch.decisions)]
+
+    def failed(self, batch: Batch, error: BaseException) -> list[Output]:
+        """The batch could not be stored (or something failed before):
+        restore the room, answer each command `internal` unless its answer
+        did not depend on the batch, and say whether the room is lost."""
+        decisions = self.rollback(batch.decisions)
+        decisions += [internal(c.cmd_id) for c in batch.commands[len(decisions) :]]
+        batch.decisions = decisions
+        if isinstance(error, Exception):
+            log.error(
+                "room %s: batch of %d not stored, answered internal: %r",
+                self.room_id,
+                len(batch.commands),
+                error,
+            )
+        outputs = self._outputs(decisions)
+        if isinstance(error, RoomDeleted):
+            outputs.append(
+                Lost("the room was deleted (by another node)", protocol.CLOSE_ROOM_DELETED)
+            )
+        elif isinstance(error, VersionConflict):
+            outputs.append(
+                Lost(f"another node serves it now ({error})", protocol.CLOSE_SERVICE_RESTART)
+            )
+        return outputs
+
+    def _outputs(self, decisions: list[Decision]) -> list[Output]:
+        out: list[Output] = []
+        for i, d in enumerate(decisions):
+            if d.patch is not None:
+                out.append(Publish(d.patch, d.view))
+            out.append(Answer(i, d.reply, d.outcome))
+            if d.closes:
+                out.append(CloseUsers(d.closes))
+        return out
+
+    # --- the batch, step by step -----------------------------------------------
 
     @property
     def base_v(self) -> int:
@@ -221,24 +368,26 @@ class RoomCore:
             self._batch = _Batch(self.room, self.state, self.v, dict(self.epochs))
         return self._batch
 
-    def commit(self) -> None:
+    def commit(self) -> list[RememberToken]:
         """The batch is stored: keep it, make its patches resumable, and
-        trim the dedup window."""
+        trim the dedup window. Returns the tokens it minted, for the host to
+        remember server-wide (the core never writes there)."""
         batch = self._batch
+        self.committed = (self.state, self.v, dict(self.epochs))
         if batch is None:
-            return
+            return []
         self._batch = None
         for patch, view in batch.patches:
             self.recent.append(patch)
             self.recent_views.append(view)
-        for key, token in batch.tokens:
-            self.recent_tokens.remember(key, "token", token)
+        minted = [RememberToken(key, token) for key, token in batch.tokens]
         window = self.limits.dedup_window_versions
         while self.dedup:
             first = next(iter(self.dedup.values()))
             if first[0] > self.v - window:
                 break
             self.dedup.popitem(last=False)
+        return minted
 
     def rollback(self, decisions: list[Decision]) -> list[Decision]:
         """The batch could not be stored: restore the room as it was before
@@ -521,6 +670,22 @@ class RoomCore:
                 for patch, view in zip(patches, views, strict=True)
             ]
         return None
+
+    def history(self, limit: int, viewer: rules.Viewer | None = None) -> list[dict[str, Any]]:
+        """The events of the last `limit` patches in memory that have some
+        for `viewer`, oldest first, each with its version and sender: what
+        a client's log shows. A viewer who does not see everything gets
+        each patch's events as they may see them (as `patches_after` does)."""
+        out: list[dict[str, Any]] = []
+        for patch, view in zip(reversed(self.recent), reversed(self.recent_views), strict=True):
+            if len(out) >= limit:
+                break
+            if view is not None and viewer is not None and not viewer.sees_all:
+                patch = view.render(viewer)
+            if patch["events"]:
+                out.append({"v": patch["v"], "by": patch["by"], "events": patch["events"]})
+        out.reverse()
+        return out
 
     def view(self, viewer: rules.Viewer | None) -> dict[str, Any]:
         """The state as `viewer` may see it (the state itself for the GM)."""

@@ -1,5 +1,6 @@
 """Admin commands: create_room and delete_room (PROTOCOL.md, Operations,
-role A), and import_room (a room file, in parts: docs/protocol.md).
+role A), import_room (a room file, in parts: docs/protocol.md), and
+reissue_gm_link (a new token for a GM who lost their link).
 
 They touch no room state, so they are the server's own (the rules engine only
 builds a new room's initial state with `new_room`). One at a time, in
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -70,6 +71,7 @@ class Admin:
         clock: Clock | None = None,
         token_source: Callable[[], str] = new_token,
         limits: Limits | None = None,
+        room_command: Callable[..., Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.storage = storage
         self.rooms = rooms
@@ -80,6 +82,8 @@ class Admin:
         self._lock = asyncio.Lock()
         self.limits = limits or Limits()
         self._upload: _Upload | None = None
+        # Runs a room command as one of its users (Server.room_command).
+        self.room_command = room_command
 
     async def execute(self, cmd_id: str, op: Any, args: Any) -> dict[str, Any]:
         """Run one admin command; returns the ack or error frame."""
@@ -119,6 +123,8 @@ class Admin:
                 return await self._create_room(cmd_id, args)
             if op == "import_room":
                 return await self._import_part(cmd_id, args)
+            if op == "reissue_gm_link":
+                return await self._reissue_gm_link(cmd_id, args)
             return await self._delete_room(cmd_id, args)
         except transfer.BadRoomFile as exc:
             return protocol.error("invalid_args", f"the room file is refused: {exc}", cmd_id)
@@ -151,6 +157,28 @@ class Admin:
         log.info("room %s deleted", room_id)
         return protocol.ack(cmd_id, {"room": room_id})
 
+    async def _reissue_gm_link(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The GM's `rotate_token`, run in the room as that GM (so it is in
+        the room's log, ends the GM's sessions, and its retry under the same
+        id gets the same token back from the room's deduplication)."""
+        room_id = args["room"]
+        host = await self.rooms.get(room_id)
+        if host is None or self.room_command is None:
+            return protocol.error("not_found", f"no room {room_id!r} on this server", cmd_id)
+        users = host.state.get("users", {})
+        gms = [uid for uid, u in users.items() if u.get("role") == "gm"]
+        gm = args.get("user") or (gms[0] if gms else None)
+        if gm not in gms:
+            return protocol.error("not_found", f"room {room_id!r} has no GM {gm!r}", cmd_id)
+        frame = await self.room_command(
+            room_id, gm, "rotate_token", {"user": gm}, cmd_id=f"admin-{cmd_id}"
+        )
+        if frame.get("t") != "ack":
+            return protocol.error(frame.get("code", "internal"), frame.get("message", ""), cmd_id)
+        log.info("room %s: a new link for its GM %s", room_id, gm)
+        token = frame["result"]["token"]
+        return protocol.ack(cmd_id, {"room": room_id, "user": gm, "gm_token": token})
+
     # --- import_room ------------------------------------------------------
 
     async def _import_part(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -171,7 +199,10 @@ class Admin:
                 )
             if await self.rooms.has(room) and not replace:
                 return protocol.error(
-                    "conflict", f"room {room!r} already exists (replace it with replace)", cmd_id
+                    "conflict",
+                    f"room {room!r} already exists: to replace it, import again with replace "
+                    "(vtt-sync admin import FILE --replace)",
+                    cmd_id,
                 )
             up = self._upload = _Upload(upload_id, room, parts, replace, now)
         if (room, parts, replace) != (up.room, up.parts, up.replace):
@@ -215,7 +246,12 @@ class Admin:
         record = AdminRecord(cmd_id, "import_room", args, stored, self.clock.time())
         exists = await self.rooms.has(dump.room)
         if exists and not up.replace:
-            return protocol.error("conflict", f"room {dump.room!r} already exists", cmd_id)
+            return protocol.error(
+                "conflict",
+                f"room {dump.room!r} already exists: to replace it, import again with replace "
+                "(vtt-sync admin import FILE --replace)",
+                cmd_id,
+            )
 
         async def store() -> None:
             await self.storage.import_room(dump, record, replace=up.replace)

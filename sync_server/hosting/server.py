@@ -41,9 +41,11 @@ from sync_server.core.ratelimit import Buckets
 from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
 from sync_server.hosting.admin_http import AdminHttp
+from sync_server.hosting.api import Api
 from sync_server.hosting.bus import LocalBus, RoomBus
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.config import Config
+from sync_server.hosting.http1 import door_factory
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.rooms import Command, Rooms, RoomServices
 from sync_server.hosting.sessions import Session, SessionDeps
@@ -65,6 +67,23 @@ log = logging.getLogger(__name__)
 # logging setup, and turns its per-request INFO lines into DEBUG ones.
 
 SERVER_HEADER = "vtt-sync"
+
+
+# Addresses that friends on other machines cannot use in a link.
+LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", ""})
+
+
+def page_base(ws_url: str) -> str:
+    """ws(s)://host[:port]/path -> http(s)://host[:port]/path/ (the page)."""
+    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    return base.split("#", 1)[0].split("?", 1)[0].rstrip("/") + "/"
+
+
+def api_document(name: str) -> bytes | None:
+    """/api/v1/openapi.json and /api/v1/asyncapi.json, made once."""
+    from sync_server.hosting import apidoc  # built on first request only
+
+    return apidoc.document_bytes(name)
 
 
 class Server:
@@ -108,7 +127,13 @@ class Server:
             )
         )
         self.admin = Admin(
-            self.storage, self.rooms, self.metrics, self.tokens, self.clock, limits=self.limits
+            self.storage,
+            self.rooms,
+            self.metrics,
+            self.tokens,
+            self.clock,
+            limits=self.limits,
+            room_command=self.room_command,
         )
         self.sessions: set[Session] = set()
         # Admin sessions holding one of the admin slots (reserved at the
@@ -127,6 +152,7 @@ class Server:
         self._deps: SessionDeps | None = None
         self._lock = DataDirLock(config.data_dir)
         self._ws: WsServer | None = None
+        self.api: Api | None = None
         self._closed = False
 
     def _default_storage(self) -> Storage:
@@ -227,10 +253,20 @@ class Server:
             self.metrics.render,
             self.metrics.content_type,
             allowed_origins=self.config.allowed_origins,
+            links=self.links,
             trusted_proxies=self.config.trusted_proxies,
             admin=AdminHttp(
-                self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
+                self.admin_hash,
+                self.storage.export_room,
+                self._deps.hello_failures,
+                self.clock,
+                room_list=self.room_list,
             ).handle,
+        )
+        # The HTTP API (/api/...): the second door to the same rooms, on the
+        # same socket (http1.py: a Door hands every other request to websockets).
+        self.api = Api(
+            self._deps, allowed_origins=self.config.allowed_origins, documents=api_document
         )
         self._ws = await serve(
             self._handle,
@@ -252,6 +288,7 @@ class Server:
             # Our name only: no library or Python versions for a scanner.
             server_header=SERVER_HEADER,
             ssl=None if self.tls is None else self.tls.context,
+            create_connection=door_factory(self.api.connection),  # type: ignore[arg-type]
         )
         if self.cluster:
             if not self.leases.public_url:
@@ -287,6 +324,33 @@ class Server:
         if ":" in host:
             host = f"[{host}]"
         return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}"
+
+    @property
+    def page_url(self) -> str:
+        """The tracker page's address for links (ends with '/'): the public
+        URL's when set, else the address bound (https with TLS; a wildcard
+        address as 127.0.0.1, which only this machine reaches)."""
+        return page_base(self.config.public_url or self._bound_url())
+
+    @property
+    def links_local(self) -> bool:
+        """Whether the links name an address only this machine reaches: no
+        public URL, and a loopback or wildcard address bound."""
+        return self.config.public_url is None and self.config.host in LOOPBACK_OR_ANY
+
+    def _bound_url(self) -> str:
+        host = self.config.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}/"
+
+    def links(self) -> dict[str, Any]:
+        """`GET /links.json`: where links should point. `page` is null when
+        no public URL is set (the page then uses its own address)."""
+        public = self.config.public_url
+        return {"page": None if public is None else page_base(public)}
 
     @property
     def http_url(self) -> str:
@@ -333,6 +397,8 @@ class Server:
         for session in list(self.sessions):
             if session.outbox is not None:
                 session.outbox.close_after(code, reason)
+        if self.api is not None:
+            await self.api.close(code, reason)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await asyncio.gather(
@@ -378,6 +444,38 @@ class Server:
         }
 
     # --- in-process commands (CLI --demo, tests) -------------------------
+
+    async def room_list(self) -> list[dict[str, Any]]:
+        """The admin's list of rooms (`GET /admin/rooms`, `vtt-sync admin
+        rooms`): each room's id, name, version, last activity (the wall
+        time its head was written; null at version 0), creation time, and
+        who is connected to this server (user, name, role, sessions). A
+        room loaded here shows its live name; the others are not loaded."""
+        out = []
+        for summary in await self.storage.room_summaries():
+            host = self.rooms.hosts.get(summary.room)
+            users = host.state.get("users", {}) if host is not None else {}
+            name = host.state.get("name") if host is not None else summary.name
+            connected = [
+                {
+                    "user": uid,
+                    "name": users.get(uid, {}).get("name"),
+                    "role": users.get(uid, {}).get("role"),
+                    "sessions": n,
+                }
+                for uid, n in sorted(self.registry.users(summary.room).items())
+            ]
+            out.append(
+                {
+                    "room": summary.room,
+                    "name": name,
+                    "v": summary.v if host is None else max(summary.v, host.v),
+                    "last_activity": summary.last_activity,
+                    "created": summary.created,
+                    "connected": connected,
+                }
+            )
+        return out
 
     async def admin_command(
         self, op: str, args: dict[str, Any], cmd_id: str | None = None

@@ -248,6 +248,30 @@ def replay(stored: StoredRoom, recent: int) -> LoadedRoom:
 
 
 @attrs.frozen
+class RoomSummary:
+    """One room as the admin's list shows it, read without loading it: its
+    head version, when it was created and when its head was written (None
+    at version 0), and its name (the latest snapshot's, or that of a rename
+    logged after it)."""
+
+    room: str
+    v: int
+    created: float
+    last_activity: float | None
+    name: str | None
+
+
+def name_after(snapshot_name: Any, renames: Iterable[Any]) -> str | None:
+    """A room's name from its latest snapshot's and the `update_room` args
+    logged after it (oldest first): the last rename wins."""
+    name = snapshot_name if isinstance(snapshot_name, str) else None
+    for args in renames:
+        if isinstance(args, dict) and isinstance(args.get("name"), str):
+            name = args["name"]
+    return name
+
+
+@attrs.frozen
 class UndoTarget:
     """The latest undoable version not yet undone."""
 
@@ -347,6 +371,11 @@ class Storage(Protocol):
         ...
 
     async def undo_target(self, room: str) -> UndoTarget | None: ...
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        """Every room (by id) as the admin's list shows it (`RoomSummary`),
+        without loading any: one read per room at most."""
+        ...
 
     async def export_room(self, room: str) -> RoomDump | None:
         """Everything stored of `room` (see `RoomDump`), as of one committed

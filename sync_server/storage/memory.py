@@ -22,6 +22,7 @@ from sync_server.storage import (
     PatchRow,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
     TokenInUse,
@@ -29,6 +30,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
+from sync_server.storage.base import name_after
 
 
 @attrs.define
@@ -164,6 +166,22 @@ class MemoryStorage:
             if rec.undoable and v not in r.undone:
                 return UndoTarget(v, rec.op, rec.user, copy.deepcopy(rec.inverse))
         return None
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        out = []
+        for room, r in sorted(self._rooms.items()):
+            snap_v = max(r.snapshots)
+            renames = [
+                r.versions[v].args
+                for v in sorted(r.versions)
+                if v > snap_v and r.versions[v].op == "update_room"
+            ]
+            head = r.versions.get(r.head)
+            name = name_after(r.snapshots[snap_v].get("name"), copy.deepcopy(renames))
+            out.append(
+                RoomSummary(room, r.head, r.created, None if head is None else head.ts, name)
+            )
+        return out
 
     async def export_room(self, room: str) -> RoomDump | None:
         r = self._rooms.get(room)

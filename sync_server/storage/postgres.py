@@ -63,6 +63,7 @@ from sync_server.storage import (
     RoomDeleted,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
     TokenInUse,
@@ -70,7 +71,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import backfill_views
+from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -878,6 +879,32 @@ class PgStorage:
                 room,
             )
         return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        async with (
+            self._conn() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            rooms = await conn.fetch(
+                "SELECT r.room, r.head, r.created, r.snapshot_v, s.state,"
+                " (SELECT ts FROM versions v WHERE v.room = r.room AND v.v = r.head)"
+                " FROM rooms r LEFT JOIN snapshots s ON s.room = r.room AND s.v = r.snapshot_v"
+                " ORDER BY r.room"
+            )
+            renames = await conn.fetch(
+                "SELECT v.room, v.args FROM versions v JOIN rooms r ON r.room = v.room"
+                " WHERE v.op = 'update_room' AND v.v > r.snapshot_v ORDER BY v.room, v.v"
+            )
+        by_room: dict[str, list[Any]] = {}
+        for row in renames:
+            by_room.setdefault(row[0], []).append(_unpack(row[1]))
+        out = []
+        for room, head, created, _snap_v, state, last in rooms:
+            snap_name = None if state is None else _unpack(state).get("name")
+            out.append(
+                RoomSummary(room, head, created, last, name_after(snap_name, by_room.get(room, [])))
+            )
+        return out
 
     async def export_room(self, room: str) -> RoomDump | None:
         # One snapshot of the database for every read: no commit lands between.

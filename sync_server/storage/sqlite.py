@@ -40,6 +40,7 @@ from sync_server.storage import (
     PatchRow,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
     TokenInUse,
@@ -47,7 +48,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import backfill_views
+from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -707,6 +708,33 @@ class SqliteStorage:
                 return None
             f = _unpack(row[2])
             return UndoTarget(row[0], f["op"], row[1], f["inverse"])
+
+        return await self._submit(q, write=False)
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        def q(conn: sqlite3.Connection) -> list[RoomSummary]:
+            out = []
+            rooms = conn.execute(
+                "SELECT r.room, r.head, r.created,"
+                " (SELECT rec FROM versions v WHERE v.room = r.room AND v.v = r.head)"
+                " FROM rooms r ORDER BY r.room"
+            ).fetchall()
+            for room, head, created, last in rooms:
+                snap_v, snap = _latest_snapshot(conn, room)
+                # The versions after the snapshot (at most a snapshot's
+                # interval): their op is in the blob.
+                after = (
+                    _unpack(r[0])
+                    for r in conn.execute(
+                        "SELECT rec FROM versions WHERE room = ? AND v > ? ORDER BY v",
+                        (room, snap_v),
+                    )
+                )
+                renames = (f["args"] for f in after if f["op"] == "update_room")
+                name = name_after(_unpack(snap).get("name"), renames)
+                ts = None if last is None else _unpack(last)["ts"]
+                out.append(RoomSummary(room, head, created, ts, name))
+            return out
 
         return await self._submit(q, write=False)
 
