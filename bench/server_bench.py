@@ -73,13 +73,20 @@ def cpu_split(pid: int) -> tuple[float, float]:
 
 
 def start(
-    args: list[str], pattern: str, env: dict[str, str], log: str
+    args: list[str], pattern: str, env: dict[str, str], log: str, cwd: str | None = None
 ) -> tuple[subprocess.Popen, str]:
     """Start a server process; its output goes to a file (a pipe nobody
-    reads would fill up and block the server mid-run)."""
+    reads would fill up and block the server mid-run). `cwd`: the tree to
+    run (`python -m` puts the working directory first on the path, before
+    PYTHONPATH: without it, every tree would run the caller's code)."""
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, *args], stdout=out, stderr=subprocess.STDOUT, text=True, env=env
+            [sys.executable, *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=cwd,
         )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
@@ -316,8 +323,9 @@ def pct(values: list[float], q: float) -> float:
 
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
+    tree = os.path.dirname(HERE)
     if kind != "relay":  # or another tree's code (--base), for A/B in one run
-        tree = ns.trees.get(kind, os.path.dirname(HERE))
+        tree = ns.trees.get(kind, tree)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
@@ -326,7 +334,7 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
         else:
             args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
             args += ["--synchronous", ns.synchronous]
-        proc, url = start(args, r"listening on (ws://\S+)", env, log)
+        proc, url = start(args, r"listening on (ws://\S+)", env, log, cwd=tree)
         profiler = None
         try:
             if kind == "relay":
