@@ -80,6 +80,11 @@ GROUP_MEAN_WEIGHT = 0.25
 # A write arriving after the storage thread sat idle this many windows
 # starts afresh: the writers of before are gone, no waiting for them.
 GROUP_IDLE_WINDOWS = 10
+# When the window's wake-ups come this late on average (moving average,
+# same weight), the machine is starved of CPU (the thread waits for a core,
+# then for the GIL): waiting would cost more latency than the bigger groups
+# save, so the window is skipped until they come on time again.
+GROUP_LATE_WINDOWS = 1.0
 
 # One version: its key, what a query selects on, and one blob for the rest.
 # Why so few: every B-tree a version touches is pages written and fsynced
@@ -330,6 +335,7 @@ class SqliteStorage:
         self._gathering = False  # the thread waits out a group-commit window
         self._group_mean = 1.0
         self._last_group_end = 0.0
+        self._late = 0.0  # how late the window's wake-ups come (moving average, s)
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
 
@@ -453,6 +459,8 @@ class SqliteStorage:
                 self._cv.wait(left)
         finally:
             self._gathering = False
+        late = max(0.0, time.monotonic() - deadline)
+        self._late += GROUP_MEAN_WEIGHT * (late - self._late)
 
     def _run(self) -> None:
         conn = self._conn
@@ -468,7 +476,10 @@ class SqliteStorage:
                     if first.queued - self._last_group_end > GROUP_IDLE_WINDOWS * self.group_window:
                         self._group_mean = 1.0  # idle since: nobody else is writing
                     elif self._group_mean > GROUP_FLOWING_MEAN:
-                        self._gather(first)
+                        if self._late < GROUP_LATE_WINDOWS * self.group_window:
+                            self._gather(first)
+                        else:  # starved: no wait; the estimate decays
+                            self._late *= 1 - GROUP_MEAN_WEIGHT
                 group = [first]
                 if first.write:
                     while (
