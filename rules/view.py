@@ -29,7 +29,8 @@ from `characters`, from the `combat.order` shown (whose `turn` is then an
 index into that shorter order, or None while a hidden character acts), from
 the events, and from other characters' `healer`. `queued_rolls` (the GM's
 pre-rolled dice) and the room's id counter `next_seq` (which would count
-hidden characters) are the GM's only.
+hidden characters) are the GM's only. A character seen in full whose healer
+is hidden shows `healer: null` and `tended: true`: someone tends it, unseen.
 
 Pure: no input is ever mutated; a view shares the unchanged parts (a full
 character's dict, the users map) with the state, so diffing two views costs
@@ -68,6 +69,14 @@ STATUS_EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "condition": ("kind", "char", "from", "to", "cause"),
 }
 STATUS_EVENT_DEFAULT = ("kind", "char")
+# The fields of a `combat` event that list character ids (combat_start's and
+# set_order's `order`, set_order's `joined` and `left`): hidden ids leave them.
+COMBAT_ID_LISTS = ("order", "joined", "left")
+
+# A field only views have: on a character seen in full whose healer is hidden
+# from the viewer (its `healer` then shows null): "someone you cannot see
+# tends it".
+TENDED_UNSEEN = "tended"
 
 VIEWER_ROLES = ("gm", "admin", "player", "observer")
 ALL_SEEING = frozenset({"gm", "admin"})
@@ -153,7 +162,9 @@ def _view_char(c: dict[str, Any], level: str, levels: _Levels) -> dict[str, Any]
     if level == FULL:
         healer = c.get("healer")
         if healer is not None and levels.get(healer) == HIDDEN:
-            return {**c, "healer": None}  # who tends you, unseen
+            # That someone tends it is known (its Constitution rolls carry the
+            # bonus, `tend` is refused); who, is not (docs/views.md).
+            return {**c, "healer": None, TENDED_UNSEEN: True}
         return c
     if level == STATUS:
         return _status(c)
@@ -262,10 +273,15 @@ def view_events(
                 seen = _view_combat(after["combat"], _Levels(after, viewer))
                 if seen is not after["combat"]:
                     e = {**e, "turn": seen["turn"]}
-        elif kind == "combat" and e.get("order"):
-            order = e["order"]
-            if any(level(cid) == HIDDEN for cid in order):
-                e = {**e, "order": [cid for cid in order if level(cid) != HIDDEN]}
+        elif kind == "combat":
+            # `order`, and set_order's `joined` and `left`: ids only.
+            lists = {
+                k: e[k]
+                for k in COMBAT_ID_LISTS
+                if isinstance(e.get(k), list) and any(level(cid) == HIDDEN for cid in e[k])
+            }
+            if lists:
+                e = {**e, **{k: [c for c in ids if level(c) != HIDDEN] for k, ids in lists.items()}}
         out.append(e)
     return out
 
@@ -379,7 +395,9 @@ def restricted(
             if order_hides:
                 return True
             if kind == "combat" and any(
-                _hidden_somewhere(cid, before, after) for cid in e.get("order") or ()
+                _hidden_somewhere(cid, before, after)
+                for key in COMBAT_ID_LISTS
+                for cid in e.get(key) or ()
             ):
                 return True
     return False

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
+from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 NO_EXPECT = protocol.NO_EXPECT
 JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
 UNKNOWN = object()  # how viewers see a patch loaded from the log: not known
+OWN_ID = "own-id"  # PatchView keys: the sender's own class (its patch carries its id)
 
 
 class JoinRefused(Exception):
@@ -69,24 +71,43 @@ class CommandIn:
 
 @attrs.frozen(eq=False)
 class PatchView:
-    """How one patch looks to each viewer (per-role views, rules/view.py):
-    viewers are grouped by `key` (their view class for this patch; None for
-    those who see everything), each group's patch built once. Only made for
-    a patch the rules call `restricted`: any other one is the same for all."""
+    """How one patch looks to each viewer (per-role views, rules/view.py,
+    and command ids): viewers are grouped by `key`, each group's frame
+    built once; None for those who get the plain patch (the GM and admin,
+    who see everything, and the sender of a patch that is not restricted).
+
+    A command's `id` is its sender's (PROTOCOL.md: the sender's patch
+    carries it, and the ack too); every other viewer but the GM and admin
+    gets `"id": null`, since a client's ids may say what its command was
+    about (the Foundry module's name the actor). So a patch that is the
+    same for all costs one more encoding (the one without the id), and a
+    restricted one one more per view class the sender's own patch adds:
+    never one per viewer."""
 
     before: dict[str, Any]
     after: dict[str, Any]
     patch: dict[str, Any]
+    restricted: bool = True
+
+    def _own(self, viewer: rules.Viewer) -> bool:
+        return viewer.user is not None and viewer.user == self.patch["by"]
 
     def key(self, viewer: rules.Viewer) -> Any:
         if viewer.sees_all:
             return None
-        return rules.patch_class(self.before, self.after, viewer)
+        own = self._own(viewer)
+        if not self.restricted:
+            return None if own else CLASS_PUBLIC
+        cls = rules.patch_class(self.before, self.after, viewer)
+        return (OWN_ID, cls) if own else cls
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
         p = self.patch
-        ops, events = rules.view_patch(self.before, self.after, p["ops"], p["events"], viewer)
-        return {**p, "ops": ops, "events": events}
+        if self.restricted:
+            ops, events = rules.view_patch(self.before, self.after, p["ops"], p["events"], viewer)
+        else:
+            ops, events = p["ops"], p["events"]
+        return {**p, "ops": ops, "events": events, "id": p["id"] if self._own(viewer) else None}
 
 
 @attrs.frozen
@@ -103,7 +124,7 @@ class Decision:
     patch: dict[str, Any] | None = None
     closes: tuple[str, ...] = ()
     pending: bool = False
-    # Set when not every viewer may see the patch whole (see PatchView).
+    # How each viewer sees the patch (views, command ids: PatchView).
     view: PatchView | None = None
 
 
@@ -146,7 +167,7 @@ class _Batch:
     v: int
     epochs: dict[str, int]
     records: list[VersionRecord] = attrs.Factory(list)
-    patches: list[tuple[dict[str, Any], PatchView | None]] = attrs.Factory(list)
+    patches: list[tuple[dict[str, Any], PatchView]] = attrs.Factory(list)
     dedup_keys: list[tuple[str, str]] = attrs.Factory(list)
     tokens: list[tuple[tuple[str, str, str], str]] = attrs.Factory(list)
 
@@ -173,12 +194,11 @@ class RoomCore:
         self.recent: deque[dict[str, Any]] = deque(
             (p.frame() for p in loaded.recent), maxlen=self.limits.recent_patches_in_memory
         )
-        # Beside each recent patch, how viewers see it: None when everyone
-        # sees it whole, its PatchView when not, UNKNOWN for patches loaded
-        # from the log (their states before and after are not at hand): a
-        # player or observer resuming over one of those gets a snapshot of
-        # their view instead.
-        self.recent_views: deque[PatchView | object | None] = deque(
+        # Beside each recent patch, how viewers see it: its PatchView, or
+        # UNKNOWN for patches loaded from the log (their states before and
+        # after are not at hand): a player or observer resuming over one of
+        # those gets a snapshot of their view instead.
+        self.recent_views: deque[PatchView | object] = deque(
             (UNKNOWN for _ in loaded.recent), maxlen=self.limits.recent_patches_in_memory
         )
         self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict(
@@ -459,7 +479,7 @@ class RoomCore:
                 )
         key = (c.actor.user, c.cmd_id)
         restricted = rules.restricted(ops, events, self.state, new_state)
-        view = PatchView(self.state, new_state, patch) if restricted else None
+        view = PatchView(self.state, new_state, patch, restricted)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
         self.dedup[key] = (v, result)
@@ -485,7 +505,8 @@ class RoomCore:
         needs the state instead (ahead of the room, too far behind, or older
         than what memory holds: one snapshot costs less than a replay). A
         viewer who does not see everything gets each patch as they may see
-        it, or the state if one of them was loaded from the log."""
+        it (its own commands' ids only), or the state if one of them was
+        loaded from the log."""
         if since == self.v:
             return []
         if since < 0 or since > self.v or self.v - since > self.limits.max_resume_patches:
@@ -498,10 +519,7 @@ class RoomCore:
             views = list(itertools.islice(self.recent_views, start, None))
             if any(view is UNKNOWN for view in views):
                 return None
-            return [
-                patch if view is None else view.render(viewer)  # type: ignore[union-attr]
-                for patch, view in zip(patches, views, strict=True)
-            ]
+            return [view.render(viewer) for view in views]  # type: ignore[union-attr]
         return None
 
     def view(self, viewer: rules.Viewer | None) -> dict[str, Any]:

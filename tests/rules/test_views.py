@@ -158,11 +158,14 @@ def test_views_a_hidden_healer_is_not_named():
     t.do("tend", char=ids["liche"], patient=ids["aline"])
     s = t.room.to_dict()
     assert s["characters"][ids["aline"]]["healer"] == ids["liche"]
-    assert view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]["healer"] is None
+    seen = view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]
+    assert seen["healer"] is None and seen["tended"] is True  # someone, unseen
     t.do("update_character", char=ids["liche"], set={"owner": t.p1.user})
     s = t.room.to_dict()
-    assert view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]["healer"] == ids["liche"]
-    assert view_state(s, viewers(t)["obs"])["characters"][ids["aline"]]["healer"] is None
+    seen = view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]
+    assert seen["healer"] == ids["liche"] and "tended" not in seen
+    seen = view_state(s, viewers(t)["obs"])["characters"][ids["aline"]]
+    assert seen["healer"] is None and seen["tended"] is True
 
 
 def test_views_an_old_state_without_shown_gets_the_default():
@@ -233,6 +236,11 @@ EVENTS: list[tuple[dict[str, Any], Any]] = [
     ({"kind": "combat", "outcome": "start", "order": [L, A, G]},
      {"kind": "combat", "outcome": "start", "order": [A, G]}),
     ({"kind": "combat", "outcome": "end"}, "same"),
+    # set_order (issue 19): hidden ids leave `joined` and `left` as they leave `order`.
+    ({"kind": "combat", "outcome": "order", "order": [A, L], "joined": [L], "left": [G]},
+     {"kind": "combat", "outcome": "order", "order": [A], "joined": [], "left": [G]}),
+    ({"kind": "combat", "outcome": "order", "order": [A], "joined": [], "left": [L, G]},
+     {"kind": "combat", "outcome": "order", "order": [A], "joined": [], "left": [G]}),
     ({"kind": "rolls_queued", "rolls": [4, 17], "queued": 2}, None),
     ({"kind": "clock", "from": 0, "to": 3600}, "same"),
     ({"kind": "room", "name": "R", "round_seconds": 6}, "same"),
@@ -372,10 +380,13 @@ def test_views_undo_of_a_tending_by_a_hidden_healer_is_restricted():
     ops, events = diff(tended, undone), [{"kind": "undo", "undone": 9, "op": "tend", "by": "u1"}]
     assert ops == [["set", ["characters", ids["aline"], "healer"], None]]
     assert restricted(ops, events, tended, undone)
-    assert view_patch(tended, undone, ops, events, viewers(t)["obs"]) == ([], events)
+    # The observer learns that the tending ended, not who tended (the id stays out).
+    gone = [["del", ["characters", ids["aline"], "tended"]]]
+    assert view_patch(tended, undone, ops, events, viewers(t)["obs"]) == (gone, events)
     redo = diff(undone, tended)
     assert restricted(redo, [], undone, tended)
-    assert view_patch(undone, tended, redo, [], viewers(t)["obs"]) == ([], [])
+    back = [["set", ["characters", ids["aline"], "tended"], True]]
+    assert view_patch(undone, tended, redo, [], viewers(t)["obs"]) == (back, [])
 
 
 def test_views_queued_rolls_are_the_gms():
@@ -570,11 +581,14 @@ def check_shape(view: dict[str, Any], state: dict[str, Any], v: Viewer) -> None:
         elif lv == "status":
             assert set(view["characters"][cid]) == set(STATUS_FIELDS)
         else:
-            mine = {k: x for k, x in view["characters"][cid].items() if k != "healer"}
-            assert mine == {k: x for k, x in state["characters"][cid].items() if k != "healer"}
+            aside = ("healer", "tended")
+            mine = {k: x for k, x in view["characters"][cid].items() if k not in aside}
+            assert mine == {k: x for k, x in state["characters"][cid].items() if k not in aside}
             healer = state["characters"][cid]["healer"]
             unseen = healer is not None and level(state, healer, v) == "hidden"
             assert view["characters"][cid]["healer"] == (None if unseen else healer)
+            # someone tends it, unseen: said, and only then
+            assert view["characters"][cid].get("tended", False) is unseen
     if state["combat"] is not None:
         combat, seen = state["combat"], view["combat"]
         current = combat["order"][combat["turn"]]

@@ -207,8 +207,64 @@ async def test_a_patch_is_encoded_once_per_view_class_and_subprotocol(
         ack = await gm.ok("damage", {"char": target, "amount": 2})
         for c in (gm_json, *players):
             await c.wait_v(ack["v"])
-        # The GM class (msgpack, json); when restricted, one more: the public
-        # view (p1, p2 and the observer, all msgpack), its ops emptied.
-        assert len(encoded) == (3 if restricted else 2), encoded
+        # The GM class (msgpack, json), and one more: the public view (p1, p2
+        # and the observer, all msgpack), without the GM's command id, and
+        # when restricted, its ops emptied.
+        assert len(encoded) == 3, encoded
+        assert encoded[-1][1] == (0 if restricted else 1)
+        assert gm.patches[-1]["id"] == ack["id"]
+        assert [c.patches[-1]["id"] for c in players] == [None, None, None]
         for c in (gm, gm_json, *players):
+            await c.close()
+
+
+async def test_a_command_id_reaches_only_its_sender_and_the_gm(tmp_path) -> None:
+    """Issue 19: the Foundry module's ids name the actor a command is about
+    (`edit:fvtt-<actor>:0.damage@4`); a player or observer gets a patch's
+    `id` only for their own commands (null otherwise), on the live stream
+    and in resume and sync replies; the sender still gets it (and its ack)."""
+    async with running_server(tmp_path) as srv:
+        t, ids = await secret_table(srv.url)
+        gm, gm2 = await t.connect("gm"), await t.connect("gm", "json")
+        p1, p2, obs = await t.connect("p1"), await t.connect("p2", "json"), await t.connect("obs")
+        held = obs.v
+        secret_id = f"edit:fvtt-{ids['lich']}:{SECRET_NAME}.damage@4"
+        for target in (ids["lich"], t.chars["c_p1"]):  # restricted, then not
+            ack = await gm.ok("damage", {"char": target, "amount": 1}, id=f"{secret_id}/{target}")
+            for c in (gm2, p1, p2, obs):
+                await c.wait_v(ack["v"])
+            assert gm.patches[-1]["id"] == gm2.patches[-1]["id"] == ack["id"]
+            assert [c.patches[-1]["id"] for c in (p1, p2, obs)] == [None, None, None]
+        mine = await p1.ok("rest", {"char": t.chars["c_p1"], "kind": "short"}, id="p1-own-1")
+        for c in (gm, p2, obs):
+            await c.wait_v(mine["v"])
+        assert p1.patches[-1]["id"] == "p1-own-1" and gm.patches[-1]["id"] == "p1-own-1"
+        assert p2.patches[-1]["id"] is None and obs.patches[-1]["id"] is None
+        reply = await p1.sync(held)
+        assert [p["id"] for p in reply["patches"]] == [None, None, "p1-own-1"]
+        assert SECRET_NAME not in repr(await obs.sync(held))
+        back = await t.connect("obs", since=held, base=copy.deepcopy(obs.state))
+        assert secret_id not in repr(back.welcome) and ids["lich"] not in repr(back.welcome)
+        for c in (gm, gm2, p1, p2, obs, back):
+            await c.close()
+
+
+async def test_set_order_events_do_not_name_hidden_characters(tmp_path) -> None:
+    """Issue 19 (and its item 6): set_order's `joined` and `left` lose the
+    hidden ids, as `order` does."""
+    async with running_server(tmp_path) as srv:
+        t, ids = await secret_table(srv.url)
+        gm, p2, obs = await t.connect("gm"), await t.connect("p2"), await t.connect("obs")
+        mine = t.chars["c_p1"]
+        await gm.ok("combat_start", {"order": [mine, ids["npc"]]})
+        ack = await gm.ok("set_order", {"order": [mine, ids["lich"]]})
+        await gm.ok("set_order", {"order": [mine]})
+        last = (await gm.ok("set_order", {"order": [mine, ids["npc"]]}))["v"]
+        for c in (p2, obs):
+            await c.wait_v(last)
+            combat = [e for p in c.patches if p["v"] >= ack["v"] for e in p["events"]]
+            assert ids["lich"] not in repr(combat), c.user
+            assert combat[0]["joined"] == [] and combat[0]["left"] == [ids["npc"]]
+        assert gm.patches[-3]["events"][0]["joined"] == [ids["lich"]]
+        for c in (gm, p2, obs):
             await c.close()
