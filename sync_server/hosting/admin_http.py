@@ -1,4 +1,6 @@
-"""Admin over plain HTTP: `GET /admin/export?room=ROOM` (the room file).
+"""Admin over plain HTTP: `GET /admin/export?room=ROOM` (the room file),
+and `GET /admin/metrics` (Prometheus text with the counts by op, which the
+public `/metrics` leaves out: they would tell what each version was).
 
 Why HTTP for the export when the other admin commands are WebSocket ops: a
 room file can be tens of megabytes, a frame from the server should stay
@@ -32,6 +34,7 @@ from sync_server.storage import RoomDump, transfer
 log = logging.getLogger(__name__)
 
 EXPORT_PATH = "/admin/export"
+METRICS_PATH = "/admin/metrics"
 _TRUE = ("1", "true", "yes")
 
 
@@ -49,11 +52,15 @@ class AdminHttp:
         export_room: Callable[[str], Awaitable[RoomDump | None]],
         failures: Buckets | None,
         clock: Clock,
+        metrics: Callable[[], bytes] | None = None,
+        metrics_type: str = "text/plain",
     ) -> None:
         self.admin_hash = admin_hash
         self.export_room = export_room
         self.failures = failures
         self.clock = clock
+        self.metrics = metrics
+        self.metrics_type = metrics_type
 
     def _authorized(self, request: Request, peer: str) -> Response | None:
         """None if the request carries the admin token, else the refusal."""
@@ -79,11 +86,16 @@ class AdminHttp:
         )
 
     async def handle(self, path: str, query: str, request: Request, peer: str) -> Response:
-        if path != EXPORT_PATH:
+        if path not in (EXPORT_PATH, METRICS_PATH) or (
+            path == METRICS_PATH and self.metrics is None
+        ):
             return _json_error(404, f"no admin endpoint {path}")
         refused = self._authorized(request, peer)
         if refused is not None:
             return refused
+        if path == METRICS_PATH:
+            assert self.metrics is not None
+            return response(200, self.metrics(), self.metrics_type)
         params = urllib.parse.parse_qs(query)
         room = (params.get("room") or [""])[0]
         if not valid_room_id(room):

@@ -229,7 +229,12 @@ class Server:
             allowed_origins=self.config.allowed_origins,
             trusted_proxies=self.config.trusted_proxies,
             admin=AdminHttp(
-                self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
+                self.admin_hash,
+                self.storage.export_room,
+                self._deps.hello_failures,
+                self.clock,
+                metrics=self.metrics.render_admin,
+                metrics_type=self.metrics.content_type,
             ).handle,
         )
         self._ws = await serve(
