@@ -152,6 +152,11 @@ MAX_TOKEN_LENGTH = 256
 # reconnect) can be answered with its first ack, token included. After that,
 # or after a restart, the dup ack carries the result without the token.
 TOKEN_RETRY_SECONDS = 600.0
+# ...and at most this many of them, server-wide (the oldest go first): a GM
+# rotating tokens in a loop must not grow memory (each is ~200 bytes) or the
+# cost of remembering one. Past it, the oldest token's retry gets its ack
+# without the token, as after the retry window; a real table creates a few.
+MAX_RECENT_TOKENS = 10_000
 
 # --- Patches --------------------------------------------------------------
 
