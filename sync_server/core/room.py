@@ -201,8 +201,10 @@ class RoomCore:
         self.recent_views: deque[PatchView | object] = deque(
             (UNKNOWN for _ in loaded.recent), maxlen=self.limits.recent_patches_in_memory
         )
-        self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict(
-            ((d.user, d.cmd_id), (d.v, d.result)) for d in loaded.dedup
+        # (user, id) -> (version, result, stored at): in version order, so
+        # `commit` trims the window (count and age) off the front.
+        self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any], float | None]] = (
+            OrderedDict(((d.user, d.cmd_id), (d.v, d.result, d.ts)) for d in loaded.dedup)
         )
         # Bumped when a user's sessions must end (token rotated, user
         # removed): sessions opened under an older epoch may not send
@@ -252,12 +254,19 @@ class RoomCore:
             self.recent_views.append(view)
         for key, token in batch.tokens:
             self.recent_tokens.remember(key, "token", token)
-        window = self.limits.dedup_window_versions
-        while self.dedup:
-            first = next(iter(self.dedup.values()))
-            if first[0] > self.v - window:
+        self.trim_dedup()
+
+    def trim_dedup(self) -> None:
+        """Forget the command ids past the dedup window: older than its last
+        `dedup_window_versions` versions or `dedup_window_seconds` (limits.py)."""
+        first_v = self.v - self.limits.dedup_window_versions
+        oldest = self.wall_clock() - self.limits.dedup_window_seconds
+        dedup = self.dedup
+        while dedup:
+            v, _, ts = next(iter(dedup.values()))
+            if v > first_v and (ts is None or ts >= oldest):
                 break
-            self.dedup.popitem(last=False)
+            dedup.popitem(last=False)
 
     def rollback(self, decisions: list[Decision]) -> list[Decision]:
         """The batch could not be stored: restore the room as it was before
@@ -298,7 +307,7 @@ class RoomCore:
         key = (c.actor.user, c.cmd_id)
         entry = self.dedup.get(key)
         if entry is not None:
-            v, result = entry
+            v, result, _ = entry
             result = dict(result)
             remembered = self.recent_tokens.recall((self.room_id, c.actor.user, c.cmd_id))
             if remembered is None:  # a retry within the batch that issued it
@@ -482,7 +491,7 @@ class RoomCore:
         view = PatchView(self.state, new_state, patch, restricted)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
-        self.dedup[key] = (v, result)
+        self.dedup[key] = (v, result, record.ts)
         batch.records.append(record)
         batch.patches.append((patch, view))
         batch.dedup_keys.append(key)

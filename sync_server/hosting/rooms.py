@@ -529,7 +529,10 @@ class Rooms:
         limits = self.services.limits
         try:
             stored = await self.services.storage.load_room(
-                room, limits.recent_patches_in_memory, limits.dedup_window_versions
+                room,
+                limits.recent_patches_in_memory,
+                limits.dedup_window_versions,
+                self.services.clock.time() - limits.dedup_window_seconds,
             )
         except BaseException:
             await self._release(room)

@@ -116,6 +116,7 @@ class DedupEntry:
     cmd_id: str
     v: int
     result: dict[str, Any]
+    ts: float | None = None  # when it was stored (the window's age bound)
 
 
 @attrs.frozen
@@ -234,9 +235,12 @@ class Storage(Protocol):
 
     async def admin_result(self, cmd_id: str) -> AdminRecord | None: ...
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         """The room's latest snapshot and log (see `StoredRoom`), with the
-        command ids of its last `dedup_window` versions; None if no such room."""
+        command ids of its last `dedup_window` versions, none stored before
+        `dedup_since` (a wall-clock time); None if no such room."""
         ...
 
     async def commit(

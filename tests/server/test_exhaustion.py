@@ -6,7 +6,10 @@ docs/security.md); the costs they bound are measured by the benchmarks
 from __future__ import annotations
 
 from sync_server.core.auth import RecentTokens
+from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
 from sync_server.hosting.clock import FakeClock
+from sync_server.testing.core import command, new_core
+from tests.helpers.server import create_table, running_server
 
 
 def test_recent_tokens_are_pruned_in_expiry_order_and_capped() -> None:
@@ -39,3 +42,57 @@ def test_a_remembered_token_remembered_again_moves_to_the_end() -> None:
     assert recent.recall(("r", "u", "b")) is None
     assert recent.recall(("r", "u", "a")) == ("token", "a2")
     assert len(recent) == 3
+
+
+# --- the dedup window: count and age ----------------------------------------
+
+
+def test_the_dedup_window_is_bounded_by_count_and_age() -> None:
+    """Issue 19: a busy room kept 100,000 ids (~43 MB); the window is now
+    the last `dedup_window_versions` versions and `dedup_window_seconds`.
+    Inside it a retry gets its first ack (PROTOCOL.md), dup: true."""
+    clock = FakeClock()
+    core, gm = new_core(clock=clock, limits=Limits(dedup_window_versions=50))
+    first = core.evaluate(command(gm, "advance_clock", cmd_id="first", seconds=6))
+    core.commit()
+    for _ in range(48):
+        core.evaluate(command(gm, "advance_clock", seconds=6))
+        core.commit()
+    again = core.evaluate(command(gm, "advance_clock", cmd_id="first", seconds=6))
+    assert again.outcome == "dup" and again.reply["v"] == first.reply["v"] == 1
+    core.evaluate(command(gm, "advance_clock", seconds=6))
+    core.commit()
+    assert len(core.dedup) == 50 and ("u1", "first") in core.dedup
+    core.evaluate(command(gm, "advance_clock", seconds=6))
+    core.commit()
+    assert len(core.dedup) == 50 and ("u1", "first") not in core.dedup  # by count
+    clock.advance(DEDUP_WINDOW_SECONDS - 1)
+    recent = core.evaluate(command(gm, "advance_clock", cmd_id="recent", seconds=6))
+    core.commit()
+    clock.advance(2.0)  # all but `recent` are older than the window now
+    core.evaluate(command(gm, "advance_clock", seconds=6))
+    core.commit()
+    assert [k[1] for k in core.dedup][:1] == ["recent"] and len(core.dedup) == 2  # by age
+    assert core.evaluate(command(gm, "advance_clock", cmd_id="recent")).reply == {
+        **recent.reply,
+        "dup": True,
+    }
+
+
+async def test_a_room_loads_only_its_dedup_window(tmp_path) -> None:
+    """After a restart the window is what the load query read: the last
+    `dedup_window_versions` ids, whose retries still get their first ack."""
+    data = tmp_path / "data"
+    async with running_server(data, dedup_window_versions=20) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        acks = [await gm.ok("advance_clock", {"seconds": 6}, id=f"clock-{i}") for i in range(40)]
+        await gm.close()
+    async with running_server(data, dedup_window_versions=20) as srv:
+        t.url = srv.url
+        gm = await t.connect("gm")
+        host = await srv.rooms.get(t.room)
+        assert len(host.core.dedup) == 20
+        retry = await gm.cmd("advance_clock", {"seconds": 6}, id="clock-39")
+        assert retry == {**acks[-1], "dup": True}
+        await gm.close()
