@@ -91,6 +91,14 @@ MAX_ADMIN_CONNECTIONS = 16
 # is closed with 1013 and resumes with `since`, so a reader that stopped
 # reading costs at most this much memory, whatever its room publishes.
 OUTBOX_MAX_BYTES = 8 * 1024 * 1024
+# ...and what every client of one room, and every client of the server, may
+# hold together: 240 sockets that read nothing held 240 x 8 MiB = 1.9 GiB.
+# Past either, the clients holding the most (the slowest readers) are
+# dropped first until it holds again, their buffers freed at once; healthy
+# clients hold kilobytes. The server budget is the one to size to the
+# machine (docs/deploy.md).
+OUTBOX_ROOM_MAX_BYTES = 64 * 1024 * 1024
+OUTBOX_TOTAL_MAX_BYTES = 256 * 1024 * 1024
 
 # --- Rooms ----------------------------------------------------------------
 
@@ -215,6 +223,8 @@ class Limits:
     max_connections_per_room: int = MAX_CONNECTIONS_PER_ROOM
     max_admin_connections: int = MAX_ADMIN_CONNECTIONS
     outbox_max_bytes: int = OUTBOX_MAX_BYTES
+    outbox_room_max_bytes: int = OUTBOX_ROOM_MAX_BYTES
+    outbox_total_max_bytes: int = OUTBOX_TOTAL_MAX_BYTES
     max_inflight_per_session: int = MAX_INFLIGHT_PER_SESSION
     max_command_batch: int = MAX_COMMAND_BATCH
     recent_patches_in_memory: int = RECENT_PATCHES_IN_MEMORY

@@ -5,11 +5,20 @@ docs/security.md); the costs they bound are measured by the benchmarks
 
 from __future__ import annotations
 
+import asyncio
+import socket
+
+import msgpack
+import pytest
+from websockets.asyncio.client import connect as ws_connect
+
+from rules import validate
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
 from sync_server.hosting.clock import FakeClock
 from sync_server.testing.core import command, new_core
-from tests.helpers.server import create_table, running_server
+from sync_server.wire.protocol import MSGPACK
+from tests.helpers.server import SHEET, WAIT, create_table, running_server
 
 
 def test_recent_tokens_are_pruned_in_expiry_order_and_capped() -> None:
@@ -96,3 +105,55 @@ async def test_a_room_loads_only_its_dedup_window(tmp_path) -> None:
         retry = await gm.cmd("advance_clock", {"seconds": 6}, id="clock-39")
         assert retry == {**acks[-1], "dup": True}
         await gm.close()
+
+
+# --- the outbox budget: per room, server-wide ----------------------------------
+
+
+@pytest.mark.parametrize("scope", ["server", "room"])
+async def test_clients_that_read_nothing_hold_at_most_the_budget(tmp_path, scope) -> None:
+    """Issue 19: 240 sockets that read nothing, each under its own bound,
+    took RSS to 2 GiB. What all of them hold is bounded per room and
+    server-wide: past it, the slowest readers are dropped first (their
+    buffers freed at once) and everyone else is still served."""
+    per_client, budget = 512 * 1024, 384 * 1024
+    bounds = (
+        {"outbox_total_max_bytes": budget}
+        if scope == "server"
+        else {"outbox_room_max_bytes": budget}
+    )
+    async with running_server(tmp_path, outbox_max_bytes=per_client, rate=None, **bounds) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        long_name = "n" * validate.MAX_NAME
+        for i in range(60):  # a state of ~60 KiB: each snapshot is big
+            await gm.ok(
+                "add_character", {**SHEET, "name": f"{i:02d}{long_name}"[:100], "shown": "full"}
+            )
+        stalled = [await stalled_client(srv, t.tokens["p1"]) for _ in range(6)]
+        for ws in stalled:  # each asks for more than the budget, under its own bound
+            for _ in range(150):
+                await ws.send(msgpack.packb({"t": "sync", "since": 10**9}))
+        async with asyncio.timeout(WAIT):
+            while srv.outbox_budget.dropped < 1:
+                await gm.ok("update_room", {"name": "still served"})
+        held = sum(s.outbox.buffered for s in srv.sessions if s.outbox is not None)
+        assert held <= budget
+        assert srv.outbox_budget.total <= budget
+        assert (await gm.ok("update_room", {"name": "served"}))["t"] == "ack"
+        for ws in stalled:
+            ws.transport.abort()
+        await gm.close()
+
+
+async def stalled_client(srv, token: str):
+    """A session that completed its hello, then reads nothing (a small
+    receive buffer, reading paused)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", srv.port))
+    ws = await ws_connect(srv.url, sock=sock, subprotocols=[MSGPACK], max_size=None)
+    await ws.send(msgpack.packb({"t": "hello", "proto": 1, "token": token, "room": "r1"}))
+    await ws.recv()  # the welcome
+    ws.transport.pause_reading()
+    return ws
