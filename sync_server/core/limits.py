@@ -202,6 +202,11 @@ IMPORT_CHUNK_CHARS = 30_000
 # Parts of one import: the file's bound over the part size, rounded up.
 MAX_IMPORT_PARTS = -(-MAX_IMPORT_BYTES // IMPORT_CHUNK_CHARS)
 
+# A room file is written in slices of this many versions, each one call of
+# the JSON encoder on a worker thread: between two slices the event loop
+# gets the interpreter back (one call over a 60k-version room held it ~1 s).
+EXPORT_CHUNK_VERSIONS = 500
+
 # An upload not continued for this long is dropped when another one starts
 # (one upload at a time: the memory bound above holds for the server).
 IMPORT_IDLE_SECONDS = 300.0

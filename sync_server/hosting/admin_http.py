@@ -9,6 +9,9 @@ passes every reverse proxy. (The import goes the other way, as
 `import_room` parts: websockets reads no request bodies, so a POST cannot
 carry a file here.)
 
+An export is encoded on a worker thread, in slices (`export_text`), so that
+the event loop keeps serving every room meanwhile.
+
 The admin token travels in a header, `Authorization: Bearer TOKEN`, never
 in the URL (URLs end up in proxies' access logs). A wrong or missing token
 is 401 and counts against the address like a refused hello (the same
@@ -17,14 +20,17 @@ per-address limit: 429 past it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import secrets
 import urllib.parse
 from collections.abc import Awaitable, Callable
 
 from websockets.http11 import Request, Response
 
 from sync_server.core.auth import hash_token, plausible_token, same_hash
+from sync_server.core.limits import EXPORT_CHUNK_VERSIONS
 from sync_server.core.ratelimit import Buckets
 from sync_server.hosting.clock import Clock
 from sync_server.hosting.rooms import valid_room_id
@@ -41,6 +47,23 @@ _TRUE = ("1", "true", "yes")
 def _json_error(status: int, message: str, extra: list[tuple[str, str]] | None = None) -> Response:
     body = (json.dumps({"error": message}) + "\n").encode()
     return response(status, body, "application/json", extra)
+
+
+def export_text(dump: RoomDump, with_hashes: bool, chunk: int = EXPORT_CHUNK_VERSIONS) -> bytes:
+    """The room file of `dump`, exactly `transfer.dumps(transfer.to_document(...))`,
+    for a worker thread: the versions (the bulk) are encoded `chunk` at a
+    time, so that no single call of the C encoder holds the interpreter
+    (and the event loop with it) for the whole file."""
+    doc = transfer.to_document(dump, with_hashes)
+    versions = doc["versions"]
+    marker = f"versions-{secrets.token_hex(16)}"  # no state can hold it
+    doc["versions"] = marker
+    slices = (
+        transfer.dumps(versions[i : i + chunk])[1:-1]  # type: ignore[arg-type]
+        for i in range(0, len(versions), chunk)
+    )
+    listed = "[" + ",".join(slices) + "]"
+    return transfer.dumps(doc).replace(json.dumps(marker), listed, 1).encode()
 
 
 class AdminHttp:
@@ -104,7 +127,7 @@ class AdminHttp:
         dump = await self.export_room(room)
         if dump is None:
             return _json_error(404, f"no room {room!r}")
-        body = transfer.dumps(transfer.to_document(dump, with_hashes)).encode()
+        body = await asyncio.to_thread(export_text, dump, with_hashes)
         log.info(
             "room %s exported to %s at v%d (%d bytes%s)",
             room,

@@ -6,7 +6,10 @@ docs/security.md); the costs they bound are measured by the benchmarks
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+import threading
+import urllib.request
 
 import msgpack
 import pytest
@@ -15,10 +18,19 @@ from websockets.asyncio.client import connect as ws_connect
 from rules import validate
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
+from sync_server.hosting.admin_http import export_text
 from sync_server.hosting.clock import FakeClock
+from sync_server.storage import transfer
 from sync_server.testing.core import command, new_core
 from sync_server.wire.protocol import MSGPACK
-from tests.helpers.server import SHEET, WAIT, create_table, running_server
+from tests.helpers.server import (
+    ADMIN_TOKEN,
+    SHEET,
+    WAIT,
+    connect_admin,
+    create_table,
+    running_server,
+)
 
 
 def test_recent_tokens_are_pruned_in_expiry_order_and_capped() -> None:
@@ -157,3 +169,57 @@ async def stalled_client(srv, token: str):
     await ws.recv()  # the welcome
     ws.transport.pause_reading()
     return ws
+
+
+# --- admin export and import: off the event loop ------------------------------
+
+
+async def test_admin_export_and_import_run_off_the_event_loop(tmp_path, monkeypatch) -> None:
+    """Issue 19: a 60k-version room file stalled every room ~1 s each way.
+    Encoding the export and parsing and checking an import run on a worker
+    thread (in slices for the encoder), never on the loop's thread; the
+    file is byte for byte what `transfer.dumps` writes."""
+    threads: dict[str, set[int]] = {"to_document": set(), "from_document": set()}
+    real_to, real_from = transfer.to_document, transfer.from_document
+
+    def to_document(*a, **kw):
+        threads["to_document"].add(threading.get_ident())
+        return real_to(*a, **kw)
+
+    def from_document(*a, **kw):
+        threads["from_document"].add(threading.get_ident())
+        return real_from(*a, **kw)
+
+    monkeypatch.setattr(transfer, "to_document", to_document)
+    monkeypatch.setattr(transfer, "from_document", from_document)
+    loop_thread = threading.get_ident()  # the server runs on this loop
+    async with running_server(tmp_path / "a") as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        for _ in range(30):
+            await gm.ok("advance_clock", {"seconds": 6})
+        await gm.close()
+        request = urllib.request.Request(
+            srv.http_url + "/admin/export?room=r1",
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        )
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(request).read())
+        exported_on = set(threads["to_document"])
+        dump = await srv.storage.export_room("r1")
+        assert dump is not None
+        doc = json.loads(body)
+        assert (
+            export_text(dump, False, chunk=7)
+            == transfer.dumps({**real_to(dump, False), "exported_at": doc["exported_at"]}).encode()
+        )
+    async with running_server(tmp_path / "b") as srv:
+        admin = await connect_admin(srv.url)
+        text = body.decode()
+        parts = [text[i : i + 30_000] for i in range(0, len(text), 30_000)]
+        base = {"room": "r1", "upload": "u", "parts": len(parts)}
+        for i, part in enumerate(parts):
+            reply = await admin.cmd("import_room", {**base, "part": i, "data": part})
+        assert reply["t"] == "ack" and reply["result"]["v"] == doc["head"]
+        await admin.close()
+    assert exported_on and loop_thread not in exported_on
+    assert threads["from_document"] and loop_thread not in threads["from_document"]
