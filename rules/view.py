@@ -460,3 +460,100 @@ def patch_class(before: dict[str, Any], after: dict[str, Any], viewer: Viewer) -
     the patch `before` -> `after` (equal views of both states)."""
     b, a = view_class(before, viewer), view_class(after, viewer)
     return b if b == a else (b, a)
+
+
+class PatchClasses:
+    """`patch_class`, made exact for one patch: a player with a view of
+    their own (owning a character that is not `full`) whom this patch does
+    not concern gets the public view's patch, so shares its class.
+
+    A room where every player owns a `status` patient has one view class
+    per player; without this, every restricted patch (a hit on a status NPC)
+    was rendered and encoded once per player, all but a few identical. What
+    the patch concerns is gathered once (the characters its ops touch and
+    their healers, the characters its events name, the combat order when it
+    touches the combat); each viewer then costs a set intersection with the
+    characters that viewer sees differently from the public (their own that
+    are not `full`)."""
+
+    __slots__ = ("_concerned", "_order", "_private", "after", "before")
+
+    def __init__(
+        self,
+        before: dict[str, Any],
+        after: dict[str, Any],
+        ops: list[Op],
+        events: list[dict[str, Any]],
+    ) -> None:
+        self.before, self.after = before, after
+        self._private: dict[str, set[str]] | None = None
+        concerned: set[Any] | None = set()
+        combat = False
+        for op in ops:
+            path = op[1]
+            if path[0] == "characters":
+                if len(path) < 2:
+                    concerned = None  # the whole map: everyone's own
+                    break
+                cid = path[1]
+                concerned.add(cid)
+                for st in (before, after):
+                    c = (st.get("characters") or {}).get(cid)
+                    if c is not None and c.get("healer") is not None:
+                        concerned.add(c["healer"])
+            elif path[0] == "combat":
+                combat = True
+        if concerned is not None:
+            for e in events:
+                for key in CHAR_KEYS:
+                    if e.get(key) is not None:
+                        concerned.add(e[key])
+                kind = e.get("kind")
+                if kind == "combat" or kind == "turn":
+                    combat = True
+                    for key in COMBAT_ID_LISTS:
+                        if isinstance(e.get(key), list):
+                            concerned.update(e[key])
+        if concerned:
+            # A character whose healer is touched shows it (or not) too.
+            touched = set(concerned)
+            for st in (before, after):
+                for cid, c in (st.get("characters") or {}).items():
+                    if c.get("healer") in touched:
+                        concerned.add(cid)
+        self._concerned = concerned
+        order: set[Any] = set()
+        if combat:
+            for st in (before, after):
+                if st.get("combat") is not None:
+                    order.update(st["combat"].get("order") or ())
+        self._order = order
+
+    def _own_private(self) -> dict[str, set[str]]:
+        """Player -> their characters that are not `full`, before or after."""
+        if self._private is None:
+            found: dict[str, set[str]] = {}
+            for st in (self.before, self.after):
+                users = st.get("users") or {}
+                for cid, c in (st.get("characters") or {}).items():
+                    owner = c.get("owner")
+                    if (
+                        owner is not None
+                        and (users.get(owner) or {}).get("role") == "player"
+                        and shown_of(c, users) != FULL
+                    ):
+                        found.setdefault(owner, set()).add(cid)
+            self._private = found
+        return self._private
+
+    def key(self, viewer: Viewer) -> Any:
+        """`patch_class(before, after, viewer)`, or CLASS_PUBLIC for a player
+        whose own characters this patch does not concern: equal keys, equal
+        `view_patch`es."""
+        cls = patch_class(self.before, self.after, viewer)
+        if cls in (CLASS_PUBLIC, CLASS_ALL) or self._concerned is None:
+            return cls
+        own = self._own_private().get(viewer.user or "", set())
+        if own.isdisjoint(self._concerned) and own.isdisjoint(self._order):
+            return CLASS_PUBLIC
+        return cls

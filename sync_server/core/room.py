@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
-from rules.view import CLASS_PUBLIC
+from rules.view import CLASS_PUBLIC, PatchClasses
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
@@ -69,7 +69,7 @@ class CommandIn:
     expect: Any = NO_EXPECT
 
 
-@attrs.frozen(eq=False)
+@attrs.define(eq=False)
 class PatchView:
     """How one patch looks to each viewer (per-role views, rules/view.py,
     and command ids): viewers are grouped by `key`, each group's frame
@@ -82,12 +82,18 @@ class PatchView:
     about (the Foundry module's name the actor). So a patch that is the
     same for all costs one more encoding (the one without the id), and a
     restricted one one more per view class the sender's own patch adds:
-    never one per viewer."""
+    never one per viewer.
+
+    Viewers are grouped by `rules.view.PatchClasses`: a player with a view
+    of their own whom the patch does not concern shares the public class,
+    so a hit on a status NPC is rendered twice (GM, public), not once per
+    player owning a status character."""
 
     before: dict[str, Any]
     after: dict[str, Any]
     patch: dict[str, Any]
     restricted: bool = True
+    _classes: PatchClasses | None = attrs.field(default=None, init=False)
 
     def _own(self, viewer: rules.Viewer) -> bool:
         return viewer.user is not None and viewer.user == self.patch["by"]
@@ -98,7 +104,10 @@ class PatchView:
         own = self._own(viewer)
         if not self.restricted:
             return None if own else CLASS_PUBLIC
-        cls = rules.patch_class(self.before, self.after, viewer)
+        if self._classes is None:
+            p = self.patch
+            self._classes = PatchClasses(self.before, self.after, p["ops"], p["events"])
+        cls = self._classes.key(viewer)
         return (OWN_ID, cls) if own else cls
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from rules import (
     view_patch,
     view_state,
 )
-from rules.view import STATUS_FIELDS, private_owners
+from rules.view import STATUS_FIELDS, PatchClasses, private_owners
 from tests.helpers.table import SHEET, Table
 from tests.rules.test_properties import COMMANDS as RULE_COMMANDS
 
@@ -703,6 +703,8 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
         plain = restricted(ops, events, before, after)
         event(f"{op} restricted={plain} ops={bool(ops)}")
         seen: dict[Any, tuple[list, list]] = {}
+        seen_exact: dict[Any, tuple[list, list]] = {}
+        classes = PatchClasses(before, after, ops, events)
         for k, v in vs.items():
             ref = (
                 diff(view_state(before, v), view_state(after, v)),
@@ -718,6 +720,10 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
             assert mirrors[k] == now, (k, op, args)
             check_shape(now, after, v)
             cls = patch_class(before, after, v)
+            exact = classes.key(v)  # what the server groups viewers by
+            if exact in seen_exact:
+                assert seen_exact[exact] == got, (k, exact, op, args)
+            seen_exact[exact] = got
             if cls in seen:
                 assert seen[cls] == got, (k, cls, op, args)
                 continue  # the same frames: searched once per class
