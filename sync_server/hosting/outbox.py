@@ -186,6 +186,9 @@ class Outbox:
             transport.get_write_buffer_size if transport is not None else (lambda: 0)
         )
         self.closing = False  # no more frames accepted
+        # A snapshot of its view is on its way (a patch's views were capped,
+        # bus.Message.admit): the patches until then are covered by it.
+        self.stale = False
         self.close_code: int | None = None
         self._closer: asyncio.Task[None] | None = None
 
@@ -195,15 +198,30 @@ class Outbox:
         if self.closing:
             return 0
         message = Message(frame)
-        self.deliver(message)
+        self._write(message, None)
         return len(message.data(self.codec))
 
     def deliver(self, message: Message) -> None:
         """Send a message shared with other clients (the bus calls this)."""
-        if self.closing:
+        if self.closing or self.stale:
             return
+        key = message.key(self.viewer)
+        if not message.admit(key):
+            self.stale = True
+            assert message.on_overflow is not None
+            message.on_overflow(self)
+            return
+        self._write(message, key)
+
+    def resync(self, message: Message) -> None:
+        """The snapshot a stale client was waiting for (its view, shared by
+        the clients of its view class); the room's messages reach it again."""
+        self.stale = False
+        if not self.closing:
+            self._write(message, None)
+
+    def _write(self, message: Message, key: Any) -> None:
         viewer = self.viewer
-        key = message.key(viewer)
         data = message.data(self.codec, key, viewer)
         if self._buffered() + len(data) > self.max_bytes:
             self.abort(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with since")

@@ -45,7 +45,7 @@ from sync_server.core.room import (
     StaticLog,
     internal,
 )
-from sync_server.hosting.bus import RoomBus, Sink
+from sync_server.hosting.bus import Message, RoomBus, Sink
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.registry import Closable, Registry
 from sync_server.ops.activity import Activity
@@ -132,7 +132,15 @@ class Barrier:
     future: asyncio.Future[None]
 
 
-Item = Command | Join | Sync | Delete | Barrier
+@attrs.define
+class Resync:
+    """A subscriber past a patch's cap of views (bus.Message.admit): it gets
+    a snapshot of its view, one per turn of the loop."""
+
+    sink: Subscriber
+
+
+Item = Command | Join | Sync | Delete | Barrier | Resync
 
 
 @attrs.frozen
@@ -175,6 +183,9 @@ class RoomHost:
         # How queued work is answered once the room is closed.
         self._closed_answer = ("not_found", "the room was deleted")
         self.last_active = services.clock.monotonic()
+        # Resync snapshots by view class, at a version: shared by the sinks
+        # of one class until the queue is empty again.
+        self._resyncs: dict[Any, tuple[int, Message]] = {}
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # The core's view, for callers that read the room (demo, tests, admin).
@@ -235,6 +246,7 @@ class RoomHost:
     async def _run(self) -> None:
         while True:
             while not self._items:
+                self._resyncs.clear()
                 self._wake.clear()
                 await self._wake.wait()
             item = self._items.popleft()
@@ -263,6 +275,9 @@ class RoomHost:
                         raise
                 elif isinstance(item, Sync):
                     self._sync(item)
+                elif isinstance(item, Resync):
+                    self._resync(item)
+                    await asyncio.sleep(0)  # one per turn: other rooms in between
                 elif isinstance(item, Delete):
                     await self._delete(item)
                 elif isinstance(item, Barrier) and not item.future.done():
@@ -339,7 +354,13 @@ class RoomHost:
         for item, decision in zip(batch, decisions, strict=True):
             if decision.patch is not None:
                 try:
-                    services.bus.publish(self.room_id, decision.patch, decision.view)
+                    services.bus.publish(
+                        self.room_id,
+                        decision.patch,
+                        decision.view,
+                        max_keys=services.limits.max_view_classes_per_patch,
+                        on_overflow=self._overflow,
+                    )
                     services.metrics.patch()
                 except Exception:
                     log.exception("room %s: publish of v%s failed", self.room_id, decision.patch)
@@ -408,6 +429,28 @@ class RoomHost:
         services.bus.subscribe(self.room_id, j.sink)
         services.registry.add(self.room_id, j.sink)
         j.future.set_result((role, epoch))
+
+    def _overflow(self, sink: Subscriber) -> None:
+        """`sink` was past a patch's cap of views: queue its snapshot. Until
+        it is sent the sink takes no patch (`Outbox.stale`): the snapshot,
+        of the state when it is sent, covers them."""
+        if not self.closed:
+            self._items.append(Resync(sink))
+            self._wake.set()
+
+    def _resync(self, r: Resync) -> None:
+        """A stale subscriber's snapshot: its view of the stored state (no
+        batch is open between items), shared by its view class's sinks."""
+        sink = r.sink
+        if sink.closing or not getattr(sink, "stale", False):
+            return
+        viewer = sink.viewer
+        cls = rules.view_class(self.core.state, viewer) if viewer is not None else None
+        cached = self._resyncs.get(cls)
+        if cached is None or cached[0] != self.core.v:
+            frame = protocol.snapshot(self.core.v, self.core.view(viewer))
+            cached = self._resyncs[cls] = (self.core.v, Message(frame))
+        sink.resync(cached[1])
 
     def _sync(self, s: Sync) -> None:
         try:

@@ -10,6 +10,7 @@ import json
 import socket
 import threading
 import urllib.request
+from typing import Any
 
 import msgpack
 import pytest
@@ -22,11 +23,13 @@ from sync_server.hosting.admin_http import export_text
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import transfer
 from sync_server.testing.core import command, new_core
+from sync_server.wire.codec import Codec
 from sync_server.wire.protocol import MSGPACK
 from tests.helpers.server import (
     ADMIN_TOKEN,
     SHEET,
     WAIT,
+    connect,
     connect_admin,
     create_table,
     running_server,
@@ -223,3 +226,49 @@ async def test_admin_export_and_import_run_off_the_event_loop(tmp_path, monkeypa
         await admin.close()
     assert exported_on and loop_thread not in exported_on
     assert threads["from_document"] and loop_thread not in threads["from_document"]
+
+
+# --- view classes: bounded work per patch --------------------------------------
+
+
+async def test_a_patch_is_rendered_for_at_most_the_cap_of_views(tmp_path, monkeypatch) -> None:
+    """Issue 19: players each owning a `status` character have a view each.
+    A patch that concerns all of them is rendered and encoded for at most
+    `max_view_classes_per_patch` views while it is published; the others
+    get a snapshot of their view soon after (coalesced: one, whatever the
+    patches meanwhile), and every mirror equals its view."""
+    async with running_server(tmp_path, max_view_classes_per_patch=2, rate=None) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        players = []
+        for i in range(5):
+            user = (await gm.ok("add_user", {"name": f"P{i}", "role": "player"}))["result"]
+            char = await gm.ok(
+                "add_character",
+                {**SHEET, "name": f"Pat{i}", "owner": user["user"], "shown": "status"},
+            )
+            c = await connect(srv.url, user["token"], t.room)
+            players.append((c, char["result"]["char"]))
+        for c, char in players:
+            await c.ok("rest", {"char": char, "kind": "short"})
+        obs = await t.connect("obs")
+        encoded: list[str] = []
+        real = Codec.encode
+
+        def counting(self: Codec, frame: dict[str, Any]) -> bytes | str:
+            encoded.append(frame.get("t"))
+            return real(self, frame)
+
+        monkeypatch.setattr(Codec, "encode", counting)
+        ack = await gm.ok("advance_clock", {"seconds": 3600})  # every rest ends
+        last = (await gm.ok("update_room", {"name": "after"}))["v"]
+        for c in (obs, *(c for c, _ in players)):
+            await c.wait_v(last)
+            assert c.state == c.seen(gm.state), c.user
+        # the GM's plain patch, and two views; three players got a snapshot
+        assert encoded.count("patch") <= 1 + 2 + 2  # + the update_room (GM, public)
+        snapshots = [c for c, _ in players if any(f["t"] == "snapshot" for f in c.frames)]
+        assert len(snapshots) == 3
+        assert all(f["v"] >= ack["v"] for c in snapshots for f in c.frames if f["t"] == "snapshot")
+        for c in (gm, obs, *(c for c, _ in players)):
+            await c.close()
