@@ -151,9 +151,23 @@ class _Levels:
         return level
 
 
+# A character dict's status view, by the dict's identity: state dicts are
+# never mutated (a change makes a new dict), so one status dict serves every
+# view of that character, and diffing two views skips an unchanged one by
+# identity. Bounded: cleared whole past the size (a cache, not a state).
+_STATUS_CACHE: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+_STATUS_CACHE_SIZE = 8192
+
+
 def _status(char: dict[str, Any]) -> dict[str, Any]:
+    cached = _STATUS_CACHE.get(id(char))
+    if cached is not None and cached[0] is char:
+        return cached[1]
     out = {k: char[k] for k in STATUS_FIELDS if k in char}
     out["shown"] = STATUS  # also for an old state without the field
+    if len(_STATUS_CACHE) >= _STATUS_CACHE_SIZE:
+        _STATUS_CACHE.clear()
+    _STATUS_CACHE[id(char)] = (char, out)
     return out
 
 
