@@ -134,13 +134,14 @@ class _Levels:
     """One viewer's levels of one state's characters, computed on demand
     (a patch needs only the few it touches); HIDDEN for an unknown id."""
 
-    __slots__ = ("chars", "memo", "users", "viewer")
+    __slots__ = ("chars", "memo", "status", "users", "viewer")
 
-    def __init__(self, state: dict[str, Any], viewer: Viewer) -> None:
+    def __init__(self, state: dict[str, Any], viewer: Viewer, status: Memo | None = None) -> None:
         self.chars: dict[str, Any] = state.get("characters") or {}
         self.users: dict[str, Any] = state.get("users") or {}
         self.viewer = viewer
         self.memo: dict[str, str] = {}
+        self.status = status  # status views to share (new_memo), or None
 
     def get(self, cid: Any) -> str:
         level = self.memo.get(cid)
@@ -151,23 +152,28 @@ class _Levels:
         return level
 
 
-# A character dict's status view, by the dict's identity: state dicts are
-# never mutated (a change makes a new dict), so one status dict serves every
-# view of that character, and diffing two views skips an unchanged one by
-# identity. Bounded: cleared whole past the size (a cache, not a state).
-_STATUS_CACHE: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
-_STATUS_CACHE_SIZE = 8192
+# A memo of status views (`Memo`): character dict id -> (that dict, its view).
+Memo = dict[int, tuple[dict[str, Any], dict[str, Any]]]
 
 
-def _status(char: dict[str, Any]) -> dict[str, Any]:
-    cached = _STATUS_CACHE.get(id(char))
-    if cached is not None and cached[0] is char:
-        return cached[1]
+def new_memo() -> Memo:
+    """A memo for `view_state`/`view_patch` calls over states that do not
+    change while it lives (the server's: a change makes new dicts). One
+    status dict then serves every view of a character, and diffing two
+    views skips an unchanged one by identity. A client's mirror, changed in
+    place, must not use one."""
+    return {}
+
+
+def _status(char: dict[str, Any], memo: Memo | None = None) -> dict[str, Any]:
+    if memo is not None:
+        cached = memo.get(id(char))
+        if cached is not None and cached[0] is char:
+            return cached[1]
     out = {k: char[k] for k in STATUS_FIELDS if k in char}
     out["shown"] = STATUS  # also for an old state without the field
-    if len(_STATUS_CACHE) >= _STATUS_CACHE_SIZE:
-        _STATUS_CACHE.clear()
-    _STATUS_CACHE[id(char)] = (char, out)
+    if memo is not None:
+        memo[id(char)] = (char, out)
     return out
 
 
@@ -181,7 +187,7 @@ def _view_char(c: dict[str, Any], level: str, levels: _Levels) -> dict[str, Any]
             return {**c, "healer": None, TENDED_UNSEEN: True}
         return c
     if level == STATUS:
-        return _status(c)
+        return _status(c, levels.status)
     return None
 
 
@@ -229,13 +235,13 @@ def _view(
     return out
 
 
-def view_state(state: dict[str, Any], viewer: Viewer) -> dict[str, Any]:
+def view_state(state: dict[str, Any], viewer: Viewer, memo: Memo | None = None) -> dict[str, Any]:
     """The state as `viewer` may see it. The GM and admin get `state` itself
     (no copy); anyone else a new dict sharing every unchanged part with
-    `state`, which is never mutated."""
+    `state`, which is never mutated (`memo`: see `new_memo`)."""
     if viewer.sees_all:
         return state
-    return _view(state, _Levels(state, viewer))
+    return _view(state, _Levels(state, viewer, memo))
 
 
 def _event_levels(
@@ -306,6 +312,7 @@ def view_patch(
     ops: list[Op],
     events: list[dict[str, Any]],
     viewer: Viewer,
+    memo: Memo | None = None,
 ) -> tuple[list[Op], list[dict[str, Any]]]:
     """`viewer`'s (ops, events) for the patch `ops`/`events` that turned the
     state `before` into `after`: the ops of diffing their two views, and
@@ -314,11 +321,15 @@ def view_patch(
     the frame still carries its version."""
     if viewer.sees_all or not restricted(ops, events, before, after):
         return ops, events
-    return view_ops(before, after, ops, viewer), view_events(events, before, after, viewer)
+    return view_ops(before, after, ops, viewer, memo), view_events(events, before, after, viewer)
 
 
 def view_ops(
-    before: dict[str, Any], after: dict[str, Any], ops: list[Op], viewer: Viewer
+    before: dict[str, Any],
+    after: dict[str, Any],
+    ops: list[Op],
+    viewer: Viewer,
+    memo: Memo | None = None,
 ) -> list[Op]:
     """`diff(view_state(before), view_state(after))`, in time that follows
     the patch rather than the table: only what `ops` touch can look
@@ -333,10 +344,10 @@ def view_ops(
         if path[0] != "characters":
             keys.add(path[0])
         elif len(path) < 2:
-            return diff(view_state(before, viewer), view_state(after, viewer))
+            return diff(view_state(before, viewer, memo), view_state(after, viewer, memo))
         else:
             cids.add(path[1])
-    b, a = _Levels(before, viewer), _Levels(after, viewer)
+    b, a = _Levels(before, viewer, memo), _Levels(after, viewer, memo)
     moved = {cid for cid in cids if b.get(cid) != a.get(cid)}
     if moved:
         for chars in (b.chars, a.chars):

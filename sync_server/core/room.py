@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
-from rules.view import CLASS_PUBLIC, PatchClasses
+from rules.view import CLASS_PUBLIC, PatchClasses, new_memo
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
@@ -94,6 +94,8 @@ class PatchView:
     patch: dict[str, Any]
     restricted: bool = True
     _classes: PatchClasses | None = attrs.field(default=None, init=False)
+    # Status views shared by this patch's renders (the states never change).
+    _memo: Any = attrs.field(factory=new_memo, init=False)
 
     def _own(self, viewer: rules.Viewer) -> bool:
         return viewer.user is not None and viewer.user == self.patch["by"]
@@ -113,7 +115,9 @@ class PatchView:
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
         p = self.patch
         if self.restricted:
-            ops, events = rules.view_patch(self.before, self.after, p["ops"], p["events"], viewer)
+            ops, events = rules.view_patch(
+                self.before, self.after, p["ops"], p["events"], viewer, self._memo
+            )
         else:
             ops, events = p["ops"], p["events"]
         return {**p, "ops": ops, "events": events, "id": p["id"] if self._own(viewer) else None}
@@ -540,9 +544,10 @@ class RoomCore:
             return [view.render(viewer) for view in views]  # type: ignore[union-attr]
         return None
 
-    def view(self, viewer: rules.Viewer | None) -> dict[str, Any]:
-        """The state as `viewer` may see it (the state itself for the GM)."""
-        return self.state if viewer is None else rules.view_state(self.state, viewer)
+    def view(self, viewer: rules.Viewer | None, memo: Any = None) -> dict[str, Any]:
+        """The state as `viewer` may see it (the state itself for the GM);
+        `memo` (rules.view.new_memo) shares status views between calls."""
+        return self.state if viewer is None else rules.view_state(self.state, viewer, memo)
 
     def viewer(self, user: str) -> rules.Viewer | None:
         """Who `user` is, for views (None if no longer in the room)."""

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
+from rules.view import new_memo
 from sync_server.cluster.leases import Claim, Leases, Owner, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
 from sync_server.core.limits import ROOM_ID_PATTERN, Limits
@@ -186,6 +187,7 @@ class RoomHost:
         # Resync snapshots by view class, at a version: shared by the sinks
         # of one class until the queue is empty again.
         self._resyncs: dict[Any, tuple[int, Message]] = {}
+        self._resync_memo: Any = new_memo()  # their status views, likewise
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # The core's view, for callers that read the room (demo, tests, admin).
@@ -247,6 +249,7 @@ class RoomHost:
         while True:
             while not self._items:
                 self._resyncs.clear()
+                self._resync_memo = new_memo()
                 self._wake.clear()
                 await self._wake.wait()
             item = self._items.popleft()
@@ -448,7 +451,7 @@ class RoomHost:
         cls = rules.view_class(self.core.state, viewer) if viewer is not None else None
         cached = self._resyncs.get(cls)
         if cached is None or cached[0] != self.core.v:
-            frame = protocol.snapshot(self.core.v, self.core.view(viewer))
+            frame = protocol.snapshot(self.core.v, self.core.view(viewer, self._resync_memo))
             cached = self._resyncs[cls] = (self.core.v, Message(frame))
         sink.resync(cached[1])
 

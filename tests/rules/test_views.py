@@ -42,7 +42,7 @@ from rules import (
     view_patch,
     view_state,
 )
-from rules.view import STATUS_FIELDS, PatchClasses, private_owners
+from rules.view import STATUS_FIELDS, PatchClasses, new_memo, private_owners
 from tests.helpers.table import SHEET, Table
 from tests.rules.test_properties import COMMANDS as RULE_COMMANDS
 
@@ -705,6 +705,7 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
         seen: dict[Any, tuple[list, list]] = {}
         seen_exact: dict[Any, tuple[list, list]] = {}
         classes = PatchClasses(before, after, ops, events)
+        memo = new_memo()  # one per patch, as the server's PatchView holds
         for k, v in vs.items():
             ref = (
                 diff(view_state(before, v), view_state(after, v)),
@@ -712,6 +713,7 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
             )
             got = view_patch(before, after, ops, events, v)
             assert got == ref, (k, op, args)
+            assert view_patch(before, after, ops, events, v, memo) == ref  # shared status views
             assert view_ops(before, after, ops, v) == ref[0], (k, op, args)
             if not plain:
                 assert got == (ops, events), (k, op, args)
