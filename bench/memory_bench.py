@@ -1,6 +1,7 @@
 """Memory and start-up benchmark of the vtt-sync server (a script, not a test).
 
     python -m bench.memory_bench [--rooms 10000] [--idle-rooms 50] [--clients 8]
+                                 [--commands 100000] [--only-commands]
 
 1. Start-up with many rooms: a database of --rooms rooms (6 characters and
    8 users each) is built through the storage API directly (SqliteStorage:
@@ -12,6 +13,11 @@
 2. Memory per room with idle clients: on a fresh server over the same
    database, RSS before and after --idle-rooms rooms x --clients clients
    connect and stay idle; the difference divided by the rooms.
+3. One busy room (issue 19): on a fresh server, a GM sends --commands
+   commands to one room (64 in flight); RSS before and after, then after a
+   restart and the room's first hello (which loads its dedup window). The
+   dedup window used to keep
+   every id of the last 100,000 versions (~430 bytes each in memory).
 Loopback only, bounded in count and time.
 """
 
@@ -115,7 +121,7 @@ def rss_mib(pid: int) -> float:
 
 def start_server(data: Path) -> tuple[subprocess.Popen, str, float]:
     log = data / "server.log"
-    env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": "bench-admin-token-not-a-secret-0123456789"}
+    env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN}
     t0 = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.Popen(
@@ -172,6 +178,85 @@ async def opened(url: str, rooms: list[str], clients: int, pid: int) -> tuple[fl
     return rss, elapsed
 
 
+ADMIN = "bench-admin-token-not-a-secret-0123456789"
+
+
+async def busy_room(url: str, n: int) -> str:
+    """Create room `busy` and send it `n` commands; returns the GM token."""
+    ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**24)
+    await ws.send(msgpack.packb(protocol.hello(ADMIN, None)))
+    await ws.recv()
+    await ws.send(msgpack.packb(protocol.cmd("mk", "create_room", {"room": "busy", "name": "B"})))
+    gm_token = msgpack.unpackb(await ws.recv())["result"]["gm_token"]
+    await ws.close()
+    ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**24)
+    await ws.send(msgpack.packb(protocol.hello(gm_token, "busy")))
+    await ws.recv()
+    window = asyncio.Semaphore(64)
+    done = asyncio.Event()
+    acked = 0
+
+    async def read() -> None:
+        nonlocal acked
+        async for data in ws:
+            frame = msgpack.unpackb(data)
+            if frame.get("t") in ("ack", "error"):
+                acked += 1
+                window.release()
+                if acked == n:
+                    done.set()
+
+    reader = asyncio.create_task(read())
+    for i in range(n):
+        await window.acquire()
+        await ws.send(msgpack.packb(protocol.cmd(f"busy-{i:06d}", "advance_clock", {"seconds": 1})))
+    await done.wait()
+    reader.cancel()
+    await ws.close()
+    return gm_token
+
+
+async def first_hello(url: str, token_: str) -> float:
+    t0 = time.perf_counter()
+    ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**24)
+    await ws.send(msgpack.packb(protocol.hello(token_, "busy")))
+    await ws.recv()
+    elapsed = time.perf_counter() - t0
+    await ws.close()
+    return elapsed
+
+
+def commands_phase(n: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        proc, url, _ = start_server(data)
+        try:
+            time.sleep(1.0)
+            before = rss_mib(proc.pid)
+            t0 = time.perf_counter()
+            gm_token = asyncio.run(busy_room(url, n))
+            took = time.perf_counter() - t0
+            time.sleep(1.0)
+            after = rss_mib(proc.pid)
+        finally:
+            stop(proc)
+        proc, url, _ = start_server(data)
+        try:
+            time.sleep(1.0)
+            fresh = rss_mib(proc.pid)
+            load = asyncio.run(first_hello(url, gm_token))
+            time.sleep(0.5)
+            loaded = rss_mib(proc.pid)
+        finally:
+            stop(proc)
+    print(f"one room, {n} commands ({n / took:.0f}/s):")
+    print(f"  RSS {before:.1f} MiB before, {after:.1f} MiB after (+{after - before:.1f} MiB)")
+    print(
+        f"  after a restart: {fresh:.1f} MiB, {loaded:.1f} MiB once the room is loaded"
+        f" (+{loaded - fresh:.1f} MiB; its first hello {load * 1e3:.0f} ms)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -179,7 +264,12 @@ def main() -> None:
     ap.add_argument("--rooms", type=int, default=10_000)
     ap.add_argument("--idle-rooms", type=int, default=50)
     ap.add_argument("--clients", type=int, default=CLIENTS_PER_ROOM)
+    ap.add_argument("--commands", type=int, default=100_000)
+    ap.add_argument("--only-commands", action="store_true", help="phase 3 only")
     ns = ap.parse_args()
+    if ns.only_commands:
+        commands_phase(max(1, min(ns.commands, 1_000_000)))
+        return
     ns.rooms = max(ns.idle_rooms, min(ns.rooms, 100_000))
     ns.clients = max(1, min(ns.clients, CLIENTS_PER_ROOM))
     ns.idle_rooms = max(1, min(ns.idle_rooms, 200))
@@ -227,6 +317,8 @@ def main() -> None:
             f"  ({per_room * 1024 / ns.clients:.0f} KiB per connection, room state and"
             " history included)"
         )
+    if ns.commands > 0:
+        commands_phase(min(ns.commands, 1_000_000))
 
 
 if __name__ == "__main__":
