@@ -96,7 +96,7 @@ OUTBOX_MAX_BYTES = 8 * 1024 * 1024
 # Past either, the clients holding the most (the slowest readers) are
 # dropped first until it holds again, their buffers freed at once; healthy
 # clients hold kilobytes. The server budget is the one to size to the
-# machine (docs/deploy.md).
+# machine's memory.
 OUTBOX_ROOM_MAX_BYTES = 64 * 1024 * 1024
 OUTBOX_TOTAL_MAX_BYTES = 256 * 1024 * 1024
 
