@@ -511,7 +511,7 @@ class PatchClasses:
         events: list[dict[str, Any]],
     ) -> None:
         self.before, self.after = before, after
-        self._private: dict[str, set[str]] | None = None
+        self._private: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
         concerned: set[Any] | None = set()
         combat = False
         for op in ops:
@@ -554,31 +554,39 @@ class PatchClasses:
                     order.update(st["combat"].get("order") or ())
         self._order = order
 
-    def _own_private(self) -> dict[str, set[str]]:
-        """Player -> their characters that are not `full`, before or after."""
+    def _own_private(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """Owner -> their characters that are not `full`, in `before` and in
+        `after` (one pass over each state, whatever the number of viewers)."""
         if self._private is None:
-            found: dict[str, set[str]] = {}
+            maps: list[dict[str, set[str]]] = []
             for st in (self.before, self.after):
+                found: dict[str, set[str]] = {}
                 users = st.get("users") or {}
                 for cid, c in (st.get("characters") or {}).items():
                     owner = c.get("owner")
-                    if (
-                        owner is not None
-                        and (users.get(owner) or {}).get("role") == "player"
-                        and shown_of(c, users) != FULL
-                    ):
+                    if owner is not None and shown_of(c, users) != FULL:
                         found.setdefault(owner, set()).add(cid)
-            self._private = found
+                maps.append(found)
+            self._private = (maps[0], maps[1])
         return self._private
 
     def key(self, viewer: Viewer) -> Any:
-        """`patch_class(before, after, viewer)`, or CLASS_PUBLIC for a player
-        whose own characters this patch does not concern: equal keys, equal
+        """`patch_class(before, after, viewer)` (computed from one pass over
+        the states, not one per viewer), or CLASS_PUBLIC for a player whose
+        own characters this patch does not concern: equal keys, equal
         `view_patch`es."""
-        cls = patch_class(self.before, self.after, viewer)
-        if cls in (CLASS_PUBLIC, CLASS_ALL) or self._concerned is None:
+        if viewer.sees_all:
+            return CLASS_ALL
+        user = viewer.user
+        if viewer.role != "player" or user is None:
+            return CLASS_PUBLIC
+        in_b, in_a = self._own_private()
+        b = ("player", user) if user in in_b else CLASS_PUBLIC
+        a = ("player", user) if user in in_a else CLASS_PUBLIC
+        cls = b if b == a else (b, a)
+        if cls == CLASS_PUBLIC or self._concerned is None:
             return cls
-        own = self._own_private().get(viewer.user or "", set())
+        own = in_b.get(user, set()) | in_a.get(user, set())
         if own.isdisjoint(self._concerned) and own.isdisjoint(self._order):
             return CLASS_PUBLIC
         return cls

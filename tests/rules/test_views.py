@@ -723,6 +723,7 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
             check_shape(now, after, v)
             cls = patch_class(before, after, v)
             exact = classes.key(v)  # what the server groups viewers by
+            assert exact in (cls, "public"), (k, exact, cls)
             if exact in seen_exact:
                 assert seen_exact[exact] == got, (k, exact, op, args)
             seen_exact[exact] = got
