@@ -90,8 +90,15 @@ class Subscriber(Sink, Closable, Protocol):
     closable for the registry (one object, two narrow interfaces), able to
     take a frame of its own (the welcome, a sync reply)."""
 
+    # Waiting for a snapshot of its view (past a patch's cap of views).
+    stale: bool
+
     def send(self, frame: dict[str, Any]) -> int:
         """Send a frame to this subscriber only; returns the bytes it took."""
+        ...
+
+    def resync(self, message: Message) -> None:
+        """Its snapshot: no longer stale, the room's messages reach it again."""
         ...
 
 
@@ -445,7 +452,7 @@ class RoomHost:
         """A stale subscriber's snapshot: its view of the stored state (no
         batch is open between items), shared by its view class's sinks."""
         sink = r.sink
-        if sink.closing or not getattr(sink, "stale", False):
+        if sink.closing or not sink.stale:
             return
         viewer = sink.viewer
         cls = rules.view_class(self.core.state, viewer) if viewer is not None else None
