@@ -99,6 +99,11 @@ OUTBOX_MAX_BYTES = 8 * 1024 * 1024
 # machine's memory.
 OUTBOX_ROOM_MAX_BYTES = 64 * 1024 * 1024
 OUTBOX_TOTAL_MAX_BYTES = 256 * 1024 * 1024
+# A client gone while holding this much unsent has the freed memory handed
+# back to the system (glibc's malloc_trim) this long after, once its
+# transport let go of its buffer: Python's frees alone kept RSS at its peak.
+TRIM_AFTER_BYTES = 1024 * 1024
+TRIM_DELAY_SECONDS = 0.5
 
 # Distinct views one patch is rendered and encoded for, at once, while it is
 # published (the GM's plain patch not counted). Each costs a diff and an

@@ -39,6 +39,8 @@ from sync_server.core.limits import (
     OUTBOX_MAX_BYTES,
     OUTBOX_ROOM_MAX_BYTES,
     OUTBOX_TOTAL_MAX_BYTES,
+    TRIM_AFTER_BYTES,
+    TRIM_DELAY_SECONDS,
 )
 from sync_server.hosting.bus import Message
 from sync_server.hosting.ws_fastpath import raw_writer
@@ -89,6 +91,7 @@ class OutboxBudget:
         self.rooms: Counter[str | None] = Counter()
         self._held: dict[Outbox, int] = {}
         self._trim = _malloc_trim()
+        self._trim_pending = False
         self.dropped = 0
 
     def held(self, outbox: Outbox, size: int) -> None:
@@ -112,6 +115,26 @@ class OutboxBudget:
         self.rooms[outbox.room] -= size
         if not self.rooms[outbox.room]:
             del self.rooms[outbox.room]
+        if size >= TRIM_AFTER_BYTES:
+            self._trim_soon()
+
+    def _trim_soon(self) -> None:
+        """A client that held much is gone: once its connection has let go
+        of its buffer (a moment later), give the freed memory back."""
+        if self._trim is None or self._trim_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._trim_pending = True
+
+        def trim() -> None:
+            self._trim_pending = False
+            if self._trim is not None:
+                self._trim()
+
+        loop.call_later(TRIM_DELAY_SECONDS, trim)
 
     def _enforce(self, room: str | None) -> None:
         """Re-read the scope (a room, or the server), then drop its clients
