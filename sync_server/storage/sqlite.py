@@ -133,6 +133,11 @@ def _patch_row(r: Any) -> PatchRow:
     return PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4]), views)
 
 
+def _since(dedup_since: float | None) -> float:
+    """The dedup window's age bound as a query parameter (-inf: none)."""
+    return float("-inf") if dedup_since is None else dedup_since
+
+
 def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
     """(v, packed state) of a room's latest snapshot; every room has one."""
     snap = conn.execute(
@@ -443,7 +448,9 @@ class SqliteStorage:
 
         return await self._submit(q, write=False)
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         def q(conn: sqlite3.Connection) -> StoredRoom | None:
             head_row = conn.execute("SELECT head FROM rooms WHERE room = ?", (room,)).fetchone()
             if head_row is None:
@@ -457,11 +464,11 @@ class SqliteStorage:
             ).fetchall()
             log_rows = [_patch_row(r) for r in rows]
             dedup = [
-                DedupEntry(r[0], r[1], r[2], _unpack(r[3]))
+                DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4])
                 for r in conn.execute(
-                    "SELECT user, cmd_id, v, result FROM versions "
-                    "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL ORDER BY v",
-                    (room, head_row[0] - dedup_window),
+                    "SELECT user, cmd_id, v, result, ts FROM versions "
+                    "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL AND ts >= ? ORDER BY v",
+                    (room, head_row[0] - dedup_window, _since(dedup_since)),
                 )
             ]
             return StoredRoom(room, snap[0], _unpack(snap[1]), log_rows, dedup)
