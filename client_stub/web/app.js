@@ -345,8 +345,13 @@ function updateCard(card, id, c, state) {
   }
   $(".nonlethal", card).hidden = !c.nonlethal;
   const healer = $(".healer", card);
-  healer.hidden = !c.healer;
-  healer.textContent = c.healer ? `tended by ${charName(c.healer)}` : "";
+  // `tended` without `healer`: someone the viewer cannot see tends it (views)
+  healer.hidden = !c.healer && !c.tended;
+  healer.textContent = c.healer
+    ? `tended by ${charName(c.healer)}`
+    : c.tended
+      ? "tended by someone you cannot see"
+      : "";
   const stab = $(".stability", card);
   if (c.condition === "stable" && c.stable_since !== null && c.stable_since !== undefined) {
     stab.hidden = false;
@@ -384,9 +389,10 @@ function updateCard(card, id, c, state) {
 
   // tending (L4): a stable patient, a conscious healer the user may act as;
   // the GM or the owner of the patient or of its healer may stop it.
-  const healers = c.condition === "stable" && !c.healer ? helpers(state, id) : [];
+  const tended = !!c.healer || !!c.tended;
+  const healers = c.condition === "stable" && !tended ? helpers(state, id) : [];
   const healerChar = c.healer ? state.characters[c.healer] : null;
-  const mayUntend = !!c.healer && (isGM() || canAct(c) || (healerChar && canAct(healerChar)));
+  const mayUntend = tended && (isGM() || canAct(c) || (healerChar && canAct(healerChar)));
   $(".tend", card).hidden = client.role === "observer" || (healers.length === 0 && !mayUntend);
   $('[data-action="tend"]', card).hidden = healers.length === 0;
   $(".healer-pick", card).hidden = healers.length === 0;

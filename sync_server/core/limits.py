@@ -134,6 +134,29 @@ MAX_ADMIN_CONNECTIONS = 16
 # is closed with 1013 and resumes with `since`, so a reader that stopped
 # reading costs at most this much memory, whatever its room publishes.
 OUTBOX_MAX_BYTES = 8 * 1024 * 1024
+# ...and what every client of one room, and every client of the server, may
+# hold together: 240 sockets that read nothing held 240 x 8 MiB = 1.9 GiB.
+# Past either, the clients holding the most (the slowest readers) are
+# dropped first until it holds again, their buffers freed at once; healthy
+# clients hold kilobytes. The server budget is the one to size to the
+# machine's memory.
+OUTBOX_ROOM_MAX_BYTES = 64 * 1024 * 1024
+OUTBOX_TOTAL_MAX_BYTES = 256 * 1024 * 1024
+# A client gone while holding this much unsent has the freed memory handed
+# back to the system (glibc's malloc_trim) this long after, once its
+# transport let go of its buffer: Python's frees alone kept RSS at its peak.
+TRIM_AFTER_BYTES = 1024 * 1024
+TRIM_DELAY_SECONDS = 0.5
+
+# Distinct views one patch is rendered and encoded for, at once, while it is
+# published (the GM's plain patch not counted). Each costs a diff and an
+# encoding of what the patch touches: 98 players each owning a `status`
+# patient made 98 views of a century advance, 652 ms of one event loop.
+# Viewers past the cap get no patch but, soon after, a snapshot of their view
+# (one per turn of the loop, so that other rooms are served in between):
+# there, a view's snapshot cost a tenth of its patch (0.07 ms against 0.75).
+# A table of five players with two private views never reaches it.
+MAX_VIEW_CLASSES_PER_PATCH = 4
 
 # --- Rooms ----------------------------------------------------------------
 
@@ -155,9 +178,15 @@ RECENT_PATCHES_IN_MEMORY = 500
 # the client gets the state (cheaper than thousands of patches).
 MAX_RESUME_PATCHES = 1000
 
-# Command ids remembered for deduplication, per room, counted in versions:
-# a retry arrives seconds after a reconnect, not 100,000 commands later.
-DEDUP_WINDOW_VERSIONS = 100_000
+# Command ids remembered for deduplication, per room: the last this many
+# versions, and none older than DEDUP_WINDOW_SECONDS. A retry comes after a
+# reconnect (seconds, minutes; a client offline for a night at most), so
+# both cover it; beyond, the id is still never applied twice (the stored
+# log refuses it), but its first ack is not found. Each entry costs ~430
+# bytes in memory and one row read when the room loads: 100,000 versions
+# were 43 MB a busy room and 100k rows per load (issue 19).
+DEDUP_WINDOW_VERSIONS = 10_000
+DEDUP_WINDOW_SECONDS = 24 * 3600.0
 
 # A full snapshot of a room every this many versions, so a restart replays
 # at most this many patches per room.
@@ -194,6 +223,11 @@ MAX_TOKEN_LENGTH = 256
 # reconnect) can be answered with its first ack, token included. After that,
 # or after a restart, the dup ack carries the result without the token.
 TOKEN_RETRY_SECONDS = 600.0
+# ...and at most this many of them, server-wide (the oldest go first): a GM
+# rotating tokens in a loop must not grow memory (each is ~200 bytes) or the
+# cost of remembering one. Past it, the oldest token's retry gets its ack
+# without the token, as after the retry window; a real table creates a few.
+MAX_RECENT_TOKENS = 10_000
 
 # --- Patches --------------------------------------------------------------
 
@@ -214,6 +248,11 @@ PATCH_SIZE_CHECK_ITEMS = 64
 # checked; IMPORT_CHUNK_CHARS: 30,000 characters per part, which fits a
 # 64 KiB frame in either subprotocol; MAX_IMPORT_PARTS) are import_room's
 # arguments: rules/catalog.py holds them with their reasons.
+
+# A room file is written in slices of this many versions, each one call of
+# the JSON encoder on a worker thread: between two slices the event loop
+# gets the interpreter back (one call over a 60k-version room held it ~1 s).
+EXPORT_CHUNK_VERSIONS = 500
 
 # An upload not continued for this long is dropped when another one starts
 # (one upload at a time: the memory bound above holds for the server).
@@ -236,11 +275,15 @@ class Limits:
     max_connections_per_room: int = MAX_CONNECTIONS_PER_ROOM
     max_admin_connections: int = MAX_ADMIN_CONNECTIONS
     outbox_max_bytes: int = OUTBOX_MAX_BYTES
+    outbox_room_max_bytes: int = OUTBOX_ROOM_MAX_BYTES
+    outbox_total_max_bytes: int = OUTBOX_TOTAL_MAX_BYTES
+    max_view_classes_per_patch: int = MAX_VIEW_CLASSES_PER_PATCH
     max_inflight_per_session: int = MAX_INFLIGHT_PER_SESSION
     max_command_batch: int = MAX_COMMAND_BATCH
     recent_patches_in_memory: int = RECENT_PATCHES_IN_MEMORY
     max_resume_patches: int = MAX_RESUME_PATCHES
     dedup_window_versions: int = DEDUP_WINDOW_VERSIONS
+    dedup_window_seconds: float = DEDUP_WINDOW_SECONDS
     snapshot_every_versions: int = SNAPSHOT_EVERY_VERSIONS
     snapshots_kept: int = SNAPSHOTS_KEPT
     room_idle_unload_seconds: float = ROOM_IDLE_UNLOAD_SECONDS

@@ -187,6 +187,9 @@ class EventStream:
         self._on_sent = on_sent
         self._on_too_slow = on_too_slow
         self._started = False
+        # A snapshot of its view is on its way (a patch's views were capped,
+        # bus.Message.admit): the patches until then are covered by it.
+        self.stale = False
 
     def _write(self, chunk: bytes) -> int:
         if self.closing:
@@ -218,12 +221,27 @@ class EventStream:
         return self._write(sse(frame["t"], json_line(frame), frame.get("v")))
 
     def deliver(self, message: Message) -> None:
-        """A patch from the bus, as this stream's viewer sees it."""
-        if self.closing:
+        """A patch from the bus, as this stream's viewer sees it (past a
+        patch's cap of views: a snapshot of its view comes instead, as for
+        a WebSocket session)."""
+        if self.closing or self.stale:
             return
         key = message.key(self.viewer)
+        if not message.admit(key):
+            self.stale = True
+            assert message.on_overflow is not None
+            message.on_overflow(self)
+            return
         data = message.data(self.codec, key, self.viewer)
         self._write(sse("patch", data, message.frame["v"]))
+
+    def resync(self, message: Message) -> None:
+        """The snapshot a stale stream was waiting for: a snapshot event,
+        then the room's patches again."""
+        self.stale = False
+        if not self.closing:
+            frame = message.frame_for(None, self.viewer)
+            self._write(sse("snapshot", json_line(frame), frame.get("v")))
 
     def keepalive(self) -> None:
         """A comment line: keeps proxies from timing the stream out, and

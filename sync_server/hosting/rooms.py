@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
+from rules.view import new_memo
 from sync_server.cluster.leases import Claim, Leases, Owner, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
 from sync_server.core.limits import Limits
@@ -51,7 +52,7 @@ from sync_server.core.room import (
     RoomCore,
     StaticLog,
 )
-from sync_server.hosting.bus import RoomBus, Sink
+from sync_server.hosting.bus import Message, RoomBus, Sink
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.registry import Closable, Registry
 from sync_server.ops.activity import Activity
@@ -96,8 +97,15 @@ class Subscriber(Sink, Closable, Protocol):
     closable for the registry (one object, two narrow interfaces), able to
     take a frame of its own (the welcome, a sync reply)."""
 
+    # Waiting for a snapshot of its view (past a patch's cap of views).
+    stale: bool
+
     def send(self, frame: dict[str, Any]) -> int:
         """Send a frame to this subscriber only; returns the bytes it took."""
+        ...
+
+    def resync(self, message: Message) -> None:
+        """Its snapshot: no longer stale, the room's messages reach it again."""
         ...
 
 
@@ -148,7 +156,15 @@ class Barrier:
     future: asyncio.Future[None]
 
 
-Item = Command | Join | Sync | Query | Delete | Barrier
+@attrs.define
+class Resync:
+    """A subscriber past a patch's cap of views (bus.Message.admit): it gets
+    a snapshot of its view, one per turn of the loop."""
+
+    sink: Subscriber
+
+
+Item = Command | Join | Sync | Query | Delete | Barrier | Resync
 
 
 @attrs.frozen
@@ -191,6 +207,10 @@ class RoomHost:
         # How queued work is answered once the room is closed.
         self._closed_answer = ("not_found", "the room was deleted")
         self.last_active = services.clock.monotonic()
+        # Resync snapshots by view class, at a version: shared by the sinks
+        # of one class until the queue is empty again.
+        self._resyncs: dict[Any, tuple[int, Message]] = {}
+        self._resync_memo: Any = new_memo()  # their status views, likewise
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # What is stored, for callers outside the queue (sessions, demo, admin,
@@ -252,6 +272,8 @@ class RoomHost:
     async def _run(self) -> None:
         while True:
             while not self._items:
+                self._resyncs.clear()
+                self._resync_memo = new_memo()
                 self._wake.clear()
                 await self._wake.wait()
             item = self._items.popleft()
@@ -281,6 +303,9 @@ class RoomHost:
                     self._sync(item)
                 elif isinstance(item, Query):
                     self._query(item)
+                elif isinstance(item, Resync):
+                    self._resync(item)
+                    await asyncio.sleep(0)  # one per turn: other rooms in between
                 elif isinstance(item, Delete):
                     await self._delete(item)
                 elif isinstance(item, Barrier) and not item.future.done():
@@ -343,7 +368,13 @@ class RoomHost:
             try:
                 if isinstance(out, Publish):  # then the Answer of the command that made it
                     published = out
-                    services.bus.publish(self.room_id, out.patch, out.view)
+                    services.bus.publish(
+                        self.room_id,
+                        out.patch,
+                        out.view,
+                        max_keys=services.limits.max_view_classes_per_patch,
+                        on_overflow=self._overflow,
+                    )
                     services.metrics.patch()
                 elif isinstance(out, Answer):
                     item = items[out.index]
@@ -432,6 +463,28 @@ class RoomHost:
         services.bus.subscribe(self.room_id, j.sink)
         services.registry.add(self.room_id, j.sink)
         j.future.set_result((role, epoch))
+
+    def _overflow(self, sink: Subscriber) -> None:
+        """`sink` was past a patch's cap of views: queue its snapshot. Until
+        it is sent the sink takes no patch (`Outbox.stale`): the snapshot,
+        of the state when it is sent, covers them."""
+        if not self.closed:
+            self._items.append(Resync(sink))
+            self._wake.set()
+
+    def _resync(self, r: Resync) -> None:
+        """A stale subscriber's snapshot: its view of the stored state (no
+        batch is open between items), shared by its view class's sinks."""
+        sink = r.sink
+        if sink.closing or not sink.stale:
+            return
+        viewer = sink.viewer
+        cls = rules.view_class(self.core.state, viewer) if viewer is not None else None
+        cached = self._resyncs.get(cls)
+        if cached is None or cached[0] != self.core.v:
+            frame = protocol.snapshot(self.core.v, self.core.view(viewer, self._resync_memo))
+            cached = self._resyncs[cls] = (self.core.v, Message(frame))
+        sink.resync(cached[1])
 
     def _sync(self, s: Sync) -> None:
         try:
@@ -567,7 +620,10 @@ class Rooms:
         limits = self.services.limits
         try:
             stored = await self.services.storage.load_room(
-                room, limits.recent_patches_in_memory, limits.dedup_window_versions
+                room,
+                limits.recent_patches_in_memory,
+                limits.dedup_window_versions,
+                self.services.clock.time() - limits.dedup_window_seconds,
             )
         except BaseException:
             await self._release(room)

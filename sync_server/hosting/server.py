@@ -46,6 +46,7 @@ from sync_server.hosting.bus import LocalBus, RoomBus
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.config import Config
 from sync_server.hosting.http1 import door_factory
+from sync_server.hosting.outbox import OutboxBudget
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.rooms import Command, Rooms, RoomServices
 from sync_server.hosting.sessions import Session, SessionDeps
@@ -104,6 +105,10 @@ class Server:
         self.bus = bus or LocalBus()
         self.registry = Registry()
         self.tokens = RecentTokens(self.limits.token_retry_seconds, self.clock.monotonic)
+        # What all clients may hold unsent together (outbox.py).
+        self.outbox_budget = OutboxBudget(
+            self.limits.outbox_total_max_bytes, self.limits.outbox_room_max_bytes
+        )
         self.storage: Storage = storage or self._default_storage()
         # Who serves which room: the database's leases in cluster mode, or
         # "every room is mine" alone on SQLite (ownership.py).
@@ -246,6 +251,7 @@ class Server:
             fast_fanout=self.config.fast_fanout,
             activity=self.activity,
             trusted_proxies=self.config.trusted_proxies,
+            outbox_budget=self.outbox_budget,
         )
         routes = Routes(
             self.config.web,
@@ -261,6 +267,8 @@ class Server:
                 self._deps.hello_failures,
                 self.clock,
                 room_list=self.room_list,
+                metrics=self.metrics.render_admin,
+                metrics_type=self.metrics.content_type,
             ).handle,
         )
         # The HTTP API (/api/...): the second door to the same rooms, on the

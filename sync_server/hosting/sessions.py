@@ -54,7 +54,7 @@ from sync_server.core.session import (
 from sync_server.hosting.admin import ADMIN_USER
 from sync_server.hosting.bus import RoomBus
 from sync_server.hosting.clock import Clock
-from sync_server.hosting.outbox import Outbox
+from sync_server.hosting.outbox import Outbox, OutboxBudget
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
 from sync_server.hosting.web import peer_of
@@ -93,6 +93,8 @@ class SessionDeps:
     activity: Activity | None = None
     # Reverse proxies whose X-Forwarded-For names the client (web.client_address).
     trusted_proxies: frozenset[str] = frozenset()
+    # What all clients may hold unsent, per room and server-wide (outbox.py).
+    outbox_budget: OutboxBudget | None = None
 
 
 def request_bucket(deps: SessionDeps, role: str | None, room: str, user: str) -> TokenBucket | None:
@@ -314,7 +316,7 @@ class Session:
             )
             return core.refused(refusal)
         charge = None if bucket is None else self._charger(bucket)
-        outbox = self._new_outbox(user)
+        outbox = self._new_outbox(user, room)
         fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
         try:
             host.submit(Join(outbox, user, join.since, fut, charge))
@@ -351,7 +353,7 @@ class Session:
         self.bucket = self._bucket("admin", "", ADMIN_USER)
         log.debug("admin session connected")
 
-    def _new_outbox(self, user: str) -> Outbox:
+    def _new_outbox(self, user: str, room: str | None = None) -> Outbox:
         limits = self.deps.limits
         return Outbox(
             self.ws,
@@ -362,6 +364,8 @@ class Session:
             fast=self.deps.fast_fanout,
             on_sent=self.deps.metrics.frames,
             on_too_slow=self._too_slow,
+            budget=self.deps.outbox_budget,
+            room=room,
         )
 
     def _too_slow(self) -> None:

@@ -34,7 +34,15 @@ from typing import Any, Protocol
 import attrs
 
 from rules.patch import apply_ops
-from rules.view import Viewer, private_owners, restricted, view_patch
+from rules.view import (
+    CLASS_PUBLIC,
+    PatchClasses,
+    Viewer,
+    new_memo,
+    private_owners,
+    restricted,
+    view_patch,
+)
 
 
 class StorageError(Exception):
@@ -117,10 +125,18 @@ def version_views(
     the rules say no viewer's patch differs from the plain one."""
     if not restricted(ops, events, before, after):
         return None
-    public = list(view_patch(before, after, ops, events, PUBLIC_VIEWER))
+    memo = new_memo()  # status views shared by the renders of this version
+    public = list(view_patch(before, after, ops, events, PUBLIC_VIEWER, memo))
     players: dict[str, list[Any]] = {}
+    # A player whom the patch does not concern gets the public view: only the
+    # others are rendered (a room of 98 players owning status patients costs
+    # two renders for a hit on one NPC, not 99).
+    classes = PatchClasses(before, after, ops, events)
     for user in sorted(private_owners(before) | private_owners(after)):
-        own = list(view_patch(before, after, ops, events, Viewer(user, "player")))
+        viewer = Viewer(user, "player")
+        if classes.key(viewer) == CLASS_PUBLIC:
+            continue
+        own = list(view_patch(before, after, ops, events, viewer, memo))
         if own != public:
             players[user] = own
     return {"public": public, "players": players}
@@ -201,6 +217,7 @@ class DedupEntry:
     cmd_id: str
     v: int
     result: dict[str, Any]
+    ts: float | None = None  # when it was stored (the window's age bound)
 
 
 @attrs.frozen
@@ -343,9 +360,12 @@ class Storage(Protocol):
 
     async def admin_result(self, cmd_id: str) -> AdminRecord | None: ...
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         """The room's latest snapshot and log (see `StoredRoom`), with the
-        command ids of its last `dedup_window` versions; None if no such room."""
+        command ids of its last `dedup_window` versions, none stored before
+        `dedup_since` (a wall-clock time); None if no such room."""
         ...
 
     async def commit(

@@ -709,7 +709,9 @@ class PgStorage:
             return None
         return AdminRecord(cmd_id, row[0], _unpack(row[1]), _unpack(row[2]), row[3])
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         # One snapshot of the database for the four reads: head, snapshot
         # and log agree even while the owner commits.
         async with (
@@ -734,13 +736,14 @@ class PgStorage:
                 min(snap_v, head - recent),
             )
             dedup_rows = await conn.fetch(
-                "SELECT user_id, cmd_id, v, result FROM versions "
-                "WHERE room = $1 AND v > $2 AND cmd_id IS NOT NULL ORDER BY v",
+                "SELECT user_id, cmd_id, v, result, ts FROM versions "
+                "WHERE room = $1 AND v > $2 AND cmd_id IS NOT NULL AND ts >= $3 ORDER BY v",
                 room,
                 head - dedup_window,
+                float("-inf") if dedup_since is None else dedup_since,
             )
         log_rows = [_patch_row(r) for r in rows]
-        dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3])) for r in dedup_rows]
+        dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4]) for r in dedup_rows]
         return StoredRoom(room, snap_v, _unpack(state), log_rows, dedup)
 
     async def commit(

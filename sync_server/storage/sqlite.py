@@ -251,6 +251,11 @@ def _patch_row(v: int, cmd_id: str | None, user: str, rec: bytes) -> PatchRow:
     return PatchRow(v, cmd_id, user, f["ops"], f["events"], f.get("views"))
 
 
+def _since(dedup_since: float | None) -> float:
+    """The dedup window's age bound as a query parameter (-inf: none)."""
+    return float("-inf") if dedup_since is None else dedup_since
+
+
 def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
     """(v, packed state) of a room's latest snapshot; every room has one."""
     snap = conn.execute(
@@ -614,7 +619,9 @@ class SqliteStorage:
 
         return await self._submit(q, write=False)
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         def q(conn: sqlite3.Connection) -> StoredRoom | None:
             head_row = conn.execute("SELECT head FROM rooms WHERE room = ?", (room,)).fetchone()
             if head_row is None:
@@ -626,13 +633,16 @@ class SqliteStorage:
                 (room, first),
             ).fetchall()
             log_rows = [_patch_row(*r) for r in rows]
+            since = _since(dedup_since)
             dedup = [
-                DedupEntry(r[0], r[1], r[2], _unpack(r[3])["result"])
+                DedupEntry(r[0], r[1], r[2], f["result"], f["ts"])
                 for r in conn.execute(
                     "SELECT user, cmd_id, v, rec FROM versions "
                     "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL ORDER BY v",
                     (room, head_row[0] - dedup_window),
                 )
+                # The age bound: the time is in the blob.
+                if (f := _unpack(r[3]))["ts"] >= since
             ]
             return StoredRoom(room, snap[0], _unpack(snap[1]), log_rows, dedup)
 

@@ -171,3 +171,13 @@ def test_the_gm_sees_each_characters_shown_setting() -> None:
     assert "shown: status" in row(out, "Brom") and "20/20" in row(out, "Brom")
     assert "shown: hidden" in row(out, "Cale")
     assert "shown:" not in row(out, "Aline")
+
+
+def test_a_healer_the_viewer_cannot_see_reads_as_someone() -> None:
+    """Views (issue 19): `healer: null, tended: true` is a hidden healer."""
+    c1 = {**STATE["characters"]["c1"], "healer": None, "tended": True}
+    view = WatchView()
+    view.state = {**STATE, "characters": {"c1": c1}, "combat": None}
+    view.version, view.user, view.role = 3, "u2", "player"
+    out = render(view, 160)
+    assert "tended by someone you cannot see" in out and "Brom" not in out

@@ -123,6 +123,19 @@ async def test_commits_append_versions_that_replay(store: Storage) -> None:
     assert [p.frame()["id"] for p in await store.patches("r1", 1, 3)] == ["c2", "c3"]
 
 
+async def test_the_dedup_window_is_loaded_by_count_and_age(store: Storage) -> None:
+    """Issue 19: loading a room reads the ids of its last `dedup_window`
+    versions stored at or after `dedup_since`, not its whole log."""
+    await make_room(store)
+    await store.commit("r1", [record(v, ts=float(v * 100)) for v in range(1, 7)], None, 0)
+    stored = await store.load_room("r1", 100, 4)
+    assert stored is not None
+    assert [(d.cmd_id, d.ts) for d in stored.dedup] == [(f"c{v}", v * 100.0) for v in (3, 4, 5, 6)]
+    stored = await store.load_room("r1", 100, 4, 500.0)
+    assert stored is not None and [d.cmd_id for d in stored.dedup] == ["c5", "c6"]
+    assert [p.v for p in stored.log] == [1, 2, 3, 4, 5, 6]  # the log itself is whole
+
+
 async def test_a_commit_on_a_stale_head_is_fenced_and_stores_nothing(store: Storage) -> None:
     await make_room(store)
     await store.commit("r1", [record(1)], None, 0)
