@@ -28,7 +28,8 @@ from websockets.asyncio.server import ServerConnection, serve
 
 import rules
 from sync_server import __version__
-from sync_server.cluster.leases import LeaseKeeper, leases_for
+from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
+from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
 from sync_server.core.limits import (
     MAX_FRAME_BYTES,
@@ -88,7 +89,16 @@ class Server:
         self.storage: Storage = storage or self._default_storage()
         # Who serves which room: the database's leases in cluster mode, or
         # "every room is mine" alone on SQLite (ownership.py).
-        self.leases = leases_for(self.storage)
+        self.leases: Leases = leases_for(self.storage)
+        if config.worker_leases and isinstance(self.storage, SqliteStorage):
+            # A worker on a shared SQLite file: leases in that file.
+            self.leases = SqliteLeases(
+                self.storage,
+                node_id=config.node_id or "pending",
+                public_url=config.public_url or "",
+                lease_seconds=config.lease_seconds,
+                clock=self.clock,
+            )
         self.keeper = LeaseKeeper(self.leases, self._lost_rooms, self.clock)
         self.dice: rules.Dice = config.dice if config.dice is not None else rules.ServerDice()
         self.activity = Activity(config.log_summary_seconds)
@@ -127,6 +137,8 @@ class Server:
         self._deps: SessionDeps | None = None
         self._lock = DataDirLock(config.data_dir)
         self._ws: WsServer | None = None
+        # Workers mode: the socket every worker accepts on (config.listen_fd).
+        self._shared_ws: WsServer | None = None
         self._closed = False
 
     def _default_storage(self) -> Storage:
@@ -172,7 +184,10 @@ class Server:
         data_dir = self.config.data_dir
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
-            self._lock.acquire()
+            if self.config.lock_fd is not None:
+                self._lock.inherit(self.config.lock_fd)
+            else:
+                self._lock.acquire()
         except OSError as exc:
             raise StorageError(f"cannot use the data directory {data_dir}: {exc}") from exc
         try:
@@ -192,6 +207,8 @@ class Server:
             self.leases.node_id = f"{socket.gethostname()}:{port}"
         try:
             await self.storage.open()
+            if isinstance(self.leases, SqliteLeases):
+                await self.leases.open()
         except BaseException:
             self._lock.release()
             raise
@@ -232,11 +249,8 @@ class Server:
                 self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
             ).handle,
         )
-        self._ws = await serve(
-            self._handle,
-            self.config.host,
-            self.config.port,
-            subprotocols=list(protocol.SUBPROTOCOLS),  # type: ignore[arg-type]
+        options: dict[str, Any] = dict(
+            subprotocols=list(protocol.SUBPROTOCOLS),
             select_subprotocol=cast(Any, select_subprotocol),  # codec stays websockets-free
             process_request=routes.process_request,
             # Frames are small and encoded once for everyone; per-connection
@@ -253,6 +267,10 @@ class Server:
             server_header=SERVER_HEADER,
             ssl=None if self.tls is None else self.tls.context,
         )
+        self._ws = await serve(self._handle, self.config.host, self.config.port, **options)
+        if self.config.listen_fd is not None:
+            shared = socket.socket(fileno=self.config.listen_fd)
+            self._shared_ws = await serve(self._handle, sock=shared, **options)
         if self.cluster:
             if not self.leases.public_url:
                 host = self.config.host
@@ -320,6 +338,8 @@ class Server:
         drain = self.limits.shutdown_drain_seconds
         if self._ws is not None:
             self._ws.server.close()  # stop accepting; open connections stay
+        if self._shared_ws is not None:
+            self._shared_ws.server.close()  # the other workers go on accepting
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await self.rooms.drain()
@@ -339,10 +359,13 @@ class Server:
                     *(s.outbox.flushed() for s in list(self.sessions) if s.outbox is not None),
                     return_exceptions=True,
                 )
-        if self._ws is not None:
-            self._ws.close(code=code, reason=reason)
-            await self._ws.wait_closed()
+        for ws in (self._ws, self._shared_ws):
+            if ws is not None:
+                ws.close(code=code, reason=reason)
+                await ws.wait_closed()
         await self.rooms.stop()
+        if isinstance(self.leases, SqliteLeases):
+            await self.leases.close()
         await self.storage.close()
         self._lock.release()
         self.activity.close()
