@@ -2,7 +2,7 @@
 (loopback only, bounded in time):
 
     python -m bench.workers_bench [--rooms 20] [--clients 8] [--seconds 4] [--runs 3]
-                                  [--workers 2]
+                                  [--workers 2] [--synchronous FULL]
 
 The same load as bench/server_bench.py (one GM loop per room, every client
 receiving every patch, acks durable: synchronous=FULL), against a plain
@@ -52,7 +52,7 @@ def one_run(workers: int, ns: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
         args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
-        args += ["--log-level", "WARNING"]
+        args += ["--log-level", "WARNING", "--synchronous", ns.synchronous]
         if workers:
             args += ["--workers", str(workers)]
         proc, url = start(args, r"listening on (ws://[^\s\"]+)", env, log)
@@ -88,6 +88,13 @@ def main() -> None:
     ap.add_argument(
         "--workers", default="2", help="worker counts (2 or more) to compare with one process"
     )
+    ap.add_argument(
+        "--synchronous",
+        default="FULL",
+        choices=("FULL", "NORMAL"),
+        help="SQLite's synchronous pragma: FULL (an fsync per commit group, the default) or "
+        "NORMAL (none: the CPU, not the disk, is then the limit)",
+    )
     ns = ap.parse_args()
     ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
     ns.seconds, ns.runs = min(ns.seconds, 30.0), min(ns.runs, 10)
@@ -95,7 +102,8 @@ def main() -> None:
         f"--workers {n}": n for n in (int(x) for x in ns.workers.split(","))
     }
     print(
-        f"{ns.rooms} rooms x {ns.clients} clients, {ns.seconds:g} s/run, SQLite FULL, "
+        f"{ns.rooms} rooms x {ns.clients} clients, {ns.seconds:g} s/run, "
+        f"SQLite {ns.synchronous}, "
         f"median of {ns.runs} interleaved runs, {os.cpu_count()} cores"
     )
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in setups}

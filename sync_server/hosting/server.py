@@ -207,11 +207,16 @@ class Server:
             self.leases.node_id = f"{socket.gethostname()}:{port}"
         try:
             await self.storage.open()
-            if isinstance(self.leases, SqliteLeases):
-                await self.leases.open()
         except BaseException:
             self._lock.release()
             raise
+        if isinstance(self.leases, SqliteLeases):
+            try:
+                await self.leases.open()
+            except BaseException:
+                await self.storage.close()
+                self._lock.release()
+                raise
         await self.rooms.start()
         self._deps = SessionDeps(
             limits=self.limits,

@@ -196,6 +196,9 @@ class Supervisor:
                 # drains the workers (once each).
                 start_new_session=True,
             )
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
             os.close(write_fd)
         w.started = time.monotonic()
@@ -212,7 +215,7 @@ class Supervisor:
         except TimeoutError:
             line = b""
         finally:
-            transport.close()
+            transport.close()  # closes read_fd
         if not line.strip():
             with contextlib.suppress(ProcessLookupError):
                 w.proc.kill()
