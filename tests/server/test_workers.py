@@ -252,3 +252,36 @@ def test_a_bad_workers_setting_is_refused_before_anything_starts(tmp_path) -> No
     )
     assert proc.returncode == 2 and "needs --public-url" in proc.stderr + proc.stdout
     assert not (tmp_path / DB_FILE).exists()
+
+
+def test_a_worker_inherits_only_the_lock_its_supervisor_holds(tmp_path) -> None:
+    """`DataDirLock.inherit`: the descriptor must be this directory's lock
+    file, and hold its lock; a worker given anything else does not start."""
+    from sync_server.storage import StorageError
+    from sync_server.storage.datadir import LOCK_FILE, DataDirLock
+
+    supervisor = DataDirLock(tmp_path)
+    supervisor.acquire()
+    try:
+        worker = DataDirLock(tmp_path)
+        assert supervisor.fd is not None
+        worker.inherit(os.dup(supervisor.fd))
+        worker.release()  # closes its descriptor only: the lock holds
+        with pytest.raises(StorageError, match="in use"):
+            DataDirLock(tmp_path).acquire()
+        other = tmp_path / "other"
+        other.mkdir()
+        elsewhere = os.open(other / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+        try:
+            with pytest.raises(StorageError, match="not the one"):
+                DataDirLock(tmp_path).inherit(elsewhere)
+        finally:
+            os.close(elsewhere)
+    finally:
+        supervisor.release()
+    unlocked = os.open(tmp_path / LOCK_FILE, os.O_RDWR)
+    try:
+        with pytest.raises(StorageError, match="does not hold"):
+            DataDirLock(tmp_path).inherit(unlocked)
+    finally:
+        os.close(unlocked)
