@@ -78,3 +78,14 @@ class Config:
     database: str | None = None
     node_id: str | None = None
     lease_seconds: float = LEASE_SECONDS
+    # Workers mode (`serve --workers N`, ops/workers.py): this server is one
+    # of several processes a supervisor started on the same data directory.
+    # `worker_leases`: on SQLite, its rooms' leases are in the database file
+    # (cluster/sqlite_leases.py), so it is a cluster node like a PostgreSQL
+    # one. `lock_fd`: the supervisor's data directory lock, inherited (one
+    # supervisor per directory, as one server). `listen_fd`: the listening
+    # socket every worker accepts on (the port users open), besides the
+    # worker's own address that redirects name.
+    worker_leases: bool = False
+    lock_fd: int | None = None
+    listen_fd: int | None = None

@@ -214,6 +214,11 @@ class SqliteStorage:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
+        # Workers mode (cluster/sqlite_leases.py): called with each commit's
+        # room inside its write transaction, before anything is written;
+        # raises Fenced when this process no longer holds the room. None:
+        # alone on the file, nothing to check.
+        self.fence: Callable[[sqlite3.Connection, str], None] | None = None
 
     # --- lifecycle --------------------------------------------------------
 
@@ -485,6 +490,8 @@ class SqliteStorage:
         head = expected + len(records)
 
         def w(conn: sqlite3.Connection) -> None:
+            if self.fence is not None:  # workers mode: the room's lease, same transaction
+                self.fence(conn, room)
             moved = conn.execute(
                 "UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (head, room, expected)
             ).rowcount
