@@ -42,8 +42,8 @@ from bench.server_bench import (
     setup_vtt,
     start,
 )
-from sync_server import protocol
 from sync_server.testing.postgres import admin_dsn, create_database, drop_database
+from sync_server.wire import protocol
 
 
 def postgres_cpu() -> float:

@@ -27,7 +27,7 @@ import msgpack
 from websockets.asyncio.client import connect
 
 from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct, start
-from sync_server import protocol
+from sync_server.wire import protocol
 
 B_VERSIONS = 1200
 ATTACK_SOCKETS = 16

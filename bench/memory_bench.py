@@ -32,11 +32,11 @@ import msgpack
 from websockets.asyncio.client import connect
 
 import rules
-from sync_server import protocol
-from sync_server.auth import hash_token
-from sync_server.protocol import MSGPACK
-from sync_server.sqlite_store import SqliteStorage
+from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, VersionRecord
+from sync_server.storage.sqlite import SqliteStorage
+from sync_server.wire import protocol
+from sync_server.wire.protocol import MSGPACK
 
 CLIENTS_PER_ROOM = 8
 SHEET = {

@@ -20,8 +20,8 @@ from collections import defaultdict
 import msgpack
 from websockets.asyncio.server import ServerConnection, serve
 
-from sync_server import protocol
-from sync_server.protocol import JSON, MSGPACK
+from sync_server.wire import protocol
+from sync_server.wire.protocol import JSON, MSGPACK
 
 rooms: dict[str, set[ServerConnection]] = defaultdict(set)
 versions: dict[str, int] = defaultdict(int)

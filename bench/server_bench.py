@@ -29,8 +29,8 @@ import msgpack
 from websockets.asyncio.client import ClientConnection, connect
 
 from rules.patch import apply_ops
-from sync_server import protocol
-from sync_server.protocol import MSGPACK
+from sync_server.wire import protocol
+from sync_server.wire.protocol import MSGPACK
 
 ADMIN_TOKEN = "bench-admin-token-not-a-secret-0123456789"
 SHEET = {

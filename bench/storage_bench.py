@@ -35,11 +35,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sync_server.auth import hash_token
-from sync_server.ownership import leases_for
-from sync_server.pg_store import PgStorage
-from sync_server.sqlite_store import SqliteStorage
+from sync_server.cluster.leases import leases_for
+from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, Storage, VersionRecord
+from sync_server.storage.postgres import PgStorage
+from sync_server.storage.sqlite import SqliteStorage
 from sync_server.testing.postgres import create_database, drop_database, empty_tables
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

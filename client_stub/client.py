@@ -42,8 +42,8 @@ from client_stub.errors import (
     Unauthenticated,
 )
 from client_stub.mirror import GAP, Mirror
-from sync_server import protocol
-from sync_server.codec import CODECS
+from sync_server.wire import protocol
+from sync_server.wire.codec import CODECS
 
 log = logging.getLogger("vtt_sync.client")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sync_server import protocol
+from sync_server.wire import protocol
 
 
 class VttSyncError(Exception):

@@ -26,7 +26,7 @@ from rules.engine import ADMIN_OPS, LOG_OPS, OWNER_OR_GM, UNTEND, G
 from rules.engine import OPS as TABLE
 from rules.validate import BOOL, Arg, Kind, _int, _str, optional
 
-# Room ids and names of create_room (the server checks them: sync_server/limits.py,
+# Room ids and names of create_room (the server checks them: sync_server/core/limits.py,
 # ROOM_ID_PATTERN and MAX_ROOM_NAME; tests/rules/test_catalog.py compares).
 MAX_ROOM_ID = 64  # ids travel in every hello and URL
 MAX_ROOM_NAME = 100  # shown in the page's title bar

@@ -1,5 +1,5 @@
 """`python -m sync_server` is `vtt-sync`."""
 
-from sync_server.cli import main
+from sync_server.ops.cli import main
 
 raise SystemExit(main())

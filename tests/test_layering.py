@@ -95,6 +95,34 @@ def test_rules_is_a_pure_core() -> None:
             ), f"{name} imports {mod}: rules has no I/O, clock or global random"
 
 
+SANS_IO = ("sync_server.core", "sync_server.wire")
+
+
+def test_the_server_cores_and_the_wire_do_no_io() -> None:
+    """`core/` and `wire/` are sans-I/O, as websockets' protocol.py: they
+    import neither asyncio nor websockets nor the asyncio side of the server
+    (checked on every import, not only module level)."""
+    mods = modules("sync_server")
+    for name, path in mods.items():
+        if not name.startswith(SANS_IO):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found = [node.module or ""]
+            else:
+                continue
+            for mod in found:
+                top = mod.split(".")[0]
+                assert top not in ("asyncio", "websockets", "socket", "sqlite3", "asyncpg"), (
+                    f"{name} imports {mod}: the cores and the wire do no I/O"
+                )
+                assert not mod.startswith(("sync_server.hosting", "sync_server.ops")), (
+                    f"{name} imports {mod}: the cores never reach for the asyncio side"
+                )
+
+
 def test_the_server_does_not_depend_on_the_clients() -> None:
     for name, imports in graph().items():
         if name.startswith("sync_server"):
@@ -102,7 +130,13 @@ def test_the_server_does_not_depend_on_the_clients() -> None:
 
 
 def test_the_clients_use_only_the_wire_modules_of_the_server() -> None:
-    allowed = {"sync_server", "sync_server.protocol", "sync_server.codec", "sync_server.limits"}
+    allowed = {
+        "sync_server",
+        "sync_server.wire",
+        "sync_server.wire.bounds",
+        "sync_server.wire.protocol",
+        "sync_server.wire.codec",
+    }
     for name, imports in graph().items():
         if name.startswith("client_stub"):
             for mod in imports:

@@ -13,8 +13,8 @@ import tomllib
 from pathlib import Path
 
 from sync_server import __version__
-from sync_server.cli import build_parser
-from sync_server.settings import SETTINGS, read_file, resolve
+from sync_server.ops.cli import build_parser
+from sync_server.ops.settings import SETTINGS, read_file, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 

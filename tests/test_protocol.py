@@ -1,4 +1,4 @@
-"""The protocol is defined once (sync_server/protocol.py); the vectors file
+"""The protocol is defined once (sync_server/wire/protocol.py); the vectors file
 both test suites read is generated from it, and every Python user of the
 protocol agrees with it."""
 
@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from client_stub import client, errors
-from sync_server import codec, protocol
+from sync_server.wire import codec, protocol
 
 VECTORS = Path(__file__).parent / "vectors" / "protocol.json"
 
 
 def test_the_vectors_file_is_generated_from_the_protocol_module() -> None:
-    """Regenerate with: python -m sync_server.protocol > tests/vectors/protocol.json"""
+    """Regenerate with: python -m sync_server.wire.protocol > tests/vectors/protocol.json"""
     assert json.loads(VECTORS.read_text(encoding="utf-8")) == protocol.vectors()
 
 
@@ -31,6 +31,9 @@ def test_the_python_client_uses_the_protocols_names() -> None:
 
 def test_the_vectors_are_printed_by_the_module() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "sync_server.protocol"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "sync_server.wire.protocol"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert json.loads(out.stdout) == protocol.vectors()

@@ -1,3 +1,11 @@
-"""The sans-I/O cores of the server: a room's state machine (`room`) and a
-session's frame handling (`session`). Plain data in, decisions out; the
-asyncio glue around them (rooms.py, sessions.py) does every I/O."""
+"""The sans-I/O cores of the server: plain data in, decisions out. No asyncio,
+no websockets, no socket (tests/test_layering.py checks it).
+
+  room       a room's state machine: evaluate, commit, rollback, dedup
+  session    a session's frame handling and hello checks
+  auth       tokens: generation, hashes, comparison, the admin token
+  ratelimit  the token bucket (the time is passed in)
+  limits     every limit, with its reason; the `Limits` object
+
+The asyncio glue around them (`sync_server.hosting`) does every I/O.
+"""

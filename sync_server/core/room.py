@@ -33,11 +33,11 @@ from typing import Any, Protocol
 import attrs
 
 import rules
-from sync_server import protocol
-from sync_server.auth import RecentTokens, hash_token
-from sync_server.codec import CODECS
-from sync_server.limits import PATCH_SIZE_CHECK_ITEMS, Limits
+from sync_server.core.auth import RecentTokens, hash_token
+from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
+from sync_server.wire import protocol
+from sync_server.wire.codec import CODECS
 
 log = logging.getLogger(__name__)
 

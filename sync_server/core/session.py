@@ -16,10 +16,10 @@ from typing import Any
 
 import attrs
 
-from sync_server import protocol
-from sync_server.auth import plausible_token
-from sync_server.limits import MAX_CMD_ID_LENGTH, MAX_TOKEN_LENGTH
-from sync_server.ratelimit import TokenBucket
+from sync_server.core.auth import plausible_token
+from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_TOKEN_LENGTH
+from sync_server.core.ratelimit import TokenBucket
+from sync_server.wire import protocol
 
 NO_EXPECT = protocol.NO_EXPECT
 

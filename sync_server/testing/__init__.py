@@ -8,5 +8,5 @@ to test against a real server.
             (`start_subprocess_server`)
 
 The rules engine's own helpers (a scripted-dice table, sample sheets) are in
-`rules.testing`; the fake clock is `sync_server.clock.FakeClock`.
+`rules.testing`; the fake clock is `sync_server.hosting.clock.FakeClock`.
 """

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import asyncpg
 
-from sync_server.pg_store import DATA_TABLES
+from sync_server.storage.postgres import DATA_TABLES
 
 PG_BIN = Path(os.environ.get("VTT_SYNC_PG_BIN", "/usr/lib/postgresql/15/bin"))
 DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"

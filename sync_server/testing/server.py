@@ -41,8 +41,8 @@ from websockets.exceptions import ConnectionClosed
 import rules
 from rules.testing import SHEET
 from sync_server import Config, Server
-from sync_server.codec import CODECS, JSON, MSGPACK
-from sync_server.limits import LIMIT_FIELDS, Limits
+from sync_server.core.limits import LIMIT_FIELDS, Limits
+from sync_server.wire.codec import CODECS, JSON, MSGPACK
 
 WAIT = 10.0  # seconds: the bound on any single wait in these helpers
 ADMIN_TOKEN = "test-admin-token-" + "x" * 24

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from client_stub import Client, tls_context
-from sync_server.cli import main
+from sync_server.ops.cli import main
 from tests.helpers.browser import in_ci
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN, WAIT, running_server
@@ -196,7 +196,7 @@ async def test_a_page_served_over_https_opens_wss(chromium: Any, tmp_path: Path)
         pytest.skip("needs openssl")
     cert, key = make_cert(tmp_path / "certs", "page")
     async with running_server(tmp_path / "data", tls_cert=cert, tls_key=key) as srv:
-        from sync_server.demo import ensure_demo
+        from sync_server.ops.demo import ensure_demo
 
         people = await ensure_demo(srv)
         ctx = await chromium.new_context(ignore_https_errors=True)

@@ -11,7 +11,7 @@ import msgpack
 from websockets.asyncio.server import ServerConnection, serve
 
 from client_stub import Client
-from sync_server import protocol
+from sync_server.wire import protocol
 from tests.helpers.server import Table
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import rules
-from sync_server.config import Config
-from sync_server.demo import DEMO_ROOM, ensure_demo
-from sync_server.server import Server
+from sync_server.hosting.config import Config
+from sync_server.hosting.server import Server
+from sync_server.ops.demo import DEMO_ROOM, ensure_demo
 from tests.helpers.server import test_config
 
 ROOM = DEMO_ROOM

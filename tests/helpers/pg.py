@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sync_server.pg_store import describe_dsn
+from sync_server.storage.postgres import describe_dsn
 from sync_server.testing.postgres import (
     UNREACHABLE,
     LocalCluster,

@@ -1,5 +1,5 @@
 // The browser client agrees with the protocol vectors that the Python side
-// generates from sync_server/protocol.py (tests/vectors/protocol.json).
+// generates from sync_server/wire/protocol.py (tests/vectors/protocol.json).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

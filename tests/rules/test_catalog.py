@@ -26,7 +26,7 @@ from rules import (
 )
 from rules.validate import MAX_LEVEL, Kind, check_args
 from scripts import gen_operations
-from sync_server import limits
+from sync_server.core import limits
 from tests.helpers.table import Table
 from tests.helpers.tour import tour
 from tests.rules.test_properties import COMMANDS, fresh_table

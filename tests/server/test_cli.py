@@ -14,9 +14,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from sync_server.cli import build_parser, main
-from sync_server.ratelimit import RateSpec
-from sync_server.settings import SETTINGS, resolve
+from sync_server.core.ratelimit import RateSpec
+from sync_server.ops.cli import build_parser, main
+from sync_server.ops.settings import SETTINGS, resolve
 from tests.helpers.server import REPO, connect, create_table, start_subprocess_server
 
 URL_RE = re.compile(r"(http://127\.0\.0\.1:\d+)/#(room=demo&token=\S+)")

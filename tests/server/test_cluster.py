@@ -17,9 +17,9 @@ import msgpack
 import pytest
 
 from client_stub import Client
-from sync_server import protocol
-from sync_server.pg_store import PgStorage
 from sync_server.storage import replay
+from sync_server.storage.postgres import PgStorage
+from sync_server.wire import protocol
 from tests.helpers.server import (
     WAIT,
     connect_admin,
@@ -256,7 +256,7 @@ async def test_postgresql_killed_under_load_loses_nothing_acknowledged(
 async def test_an_idle_room_gives_its_lease_up(tmp_path, pg_db) -> None:
     """Ownership does not pile up on one node: an idle room is unloaded and
     its lease released, so the next hello anywhere claims it at once."""
-    from sync_server.clock import FakeClock
+    from sync_server.hosting.clock import FakeClock
 
     clock = FakeClock()
     async with (

@@ -16,11 +16,11 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 
-from sync_server import ws_fastpath
-from sync_server.bus import LocalBus, Message
-from sync_server.codec import CODECS, JSON, MSGPACK, Codec, packb
-from sync_server.outbox import Outbox
-from sync_server.ws_fastpath import raw_writer, server_frame
+from sync_server.hosting import ws_fastpath
+from sync_server.hosting.bus import LocalBus, Message
+from sync_server.hosting.outbox import Outbox
+from sync_server.hosting.ws_fastpath import raw_writer, server_frame
+from sync_server.wire.codec import CODECS, JSON, MSGPACK, Codec, packb
 
 WAIT = 10.0  # seconds: the bound on any single wait
 

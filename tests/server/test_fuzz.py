@@ -39,7 +39,7 @@ from websockets.exceptions import ConnectionClosed
 import rules
 from rules import validate
 from sync_server import Server
-from sync_server.protocol import ERROR_ORDER
+from sync_server.wire.protocol import ERROR_ORDER
 from tests.helpers.server import (
     WAIT,
     Client,
@@ -547,7 +547,7 @@ def sent_hello(item: tuple[str, Any], proto: str) -> bool:
     data = encode(proto, item)
     if data is None:
         return False
-    from sync_server.codec import CODECS, JSON, MSGPACK, BadFrame
+    from sync_server.wire.codec import CODECS, JSON, MSGPACK, BadFrame
 
     try:
         frame = CODECS[JSON if proto == "json" else MSGPACK].decode(data)

@@ -25,8 +25,8 @@ import msgpack
 import pytest
 
 from sync_server import Server
-from sync_server.limits import MAX_ADMIN_CONNECTIONS, MAX_CONNECTIONS_PER_USER
-from sync_server.sqlite_store import DB_FILE
+from sync_server.core.limits import MAX_ADMIN_CONNECTIONS, MAX_CONNECTIONS_PER_USER
+from sync_server.storage.sqlite import DB_FILE
 from tests.helpers.server import (
     ADMIN_TOKEN,
     REPO,

@@ -19,11 +19,11 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from rules import validate
 from sync_server import Server
-from sync_server.auth import WeakAdminToken
-from sync_server.protocol import MSGPACK
-from sync_server.ratelimit import RateSpec
-from sync_server.sqlite_store import DB_FILE, JOURNAL_SIZE_LIMIT, SqliteStorage
+from sync_server.core.auth import WeakAdminToken
+from sync_server.core.ratelimit import RateSpec
 from sync_server.storage import StorageError
+from sync_server.storage.sqlite import DB_FILE, JOURNAL_SIZE_LIMIT, SqliteStorage
+from sync_server.wire.protocol import MSGPACK
 from tests.helpers.server import (
     ADMIN_TOKEN,
     REPO,

@@ -11,9 +11,9 @@ import msgpack
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from sync_server.codec import MSGPACK, packb
-from sync_server.limits import PLAYER_BURST
-from sync_server.ratelimit import RateSpec, TokenBucket, reply_cost
+from sync_server.core.limits import PLAYER_BURST
+from sync_server.core.ratelimit import RateSpec, TokenBucket, reply_cost
+from sync_server.wire.codec import MSGPACK, packb
 from tests.helpers.server import SHEET, WAIT, Table, create_table, hello_refused, running_server
 
 

@@ -10,8 +10,8 @@ import signal
 import sqlite3
 import stat
 
-from sync_server.auth import ADMIN_TOKEN_FILE
-from sync_server.sqlite_store import DB_FILE
+from sync_server.core.auth import ADMIN_TOKEN_FILE
+from sync_server.storage.sqlite import DB_FILE
 from tests.helpers.server import (
     connect,
     create_table,

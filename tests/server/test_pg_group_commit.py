@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from sync_server.auth import hash_token
-from sync_server.ownership import Claim
-from sync_server.pg_store import PgStorage
+from sync_server.cluster.leases import Claim
+from sync_server.core.auth import hash_token
 from sync_server.storage import (
     AdminRecord,
     Fenced,
@@ -19,6 +18,7 @@ from sync_server.storage import (
     StorageError,
     VersionConflict,
 )
+from sync_server.storage.postgres import PgStorage
 from tests.server.test_pg_leases import create, expire, heads, node, sql
 from tests.server.test_storage_contract import load, record
 

@@ -14,10 +14,10 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sync_server.auth import hash_token
-from sync_server.ownership import Claim, Owner
-from sync_server.pg_store import PgStorage
+from sync_server.cluster.leases import Claim, Owner
+from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, Fenced
+from sync_server.storage.postgres import PgStorage
 from sync_server.testing.postgres import empty_tables
 from tests.server.test_storage_contract import record
 

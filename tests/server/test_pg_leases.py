@@ -1,5 +1,5 @@
 """Room ownership on PostgreSQL: claims, leases, renewals, releases, and the
-fence every commit passes (sync_server/ownership.py, pg_store.py).
+fence every commit passes (sync_server/cluster/leases.py, pg_store.py).
 
 Leases are expired by moving `lease_until` into the past in the database
 (the clock the leases are read by), not by sleeping; one test lets a short
@@ -15,18 +15,15 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from sync_server.auth import hash_token
-from sync_server.clock import FakeClock
-from sync_server.memory_store import MemoryStorage
-from sync_server.ownership import (
+from sync_server.cluster.leases import (
     Claim,
     LeaseKeeper,
     Owner,
     SingleNodeLeases,
     leases_for,
 )
-from sync_server.pg_store import SCHEMA_VERSION, PgStorage
-from sync_server.sqlite_store import SqliteStorage
+from sync_server.core.auth import hash_token
+from sync_server.hosting.clock import FakeClock
 from sync_server.storage import (
     AdminRecord,
     Fenced,
@@ -34,6 +31,9 @@ from sync_server.storage import (
     StorageError,
     VersionConflict,
 )
+from sync_server.storage.memory import MemoryStorage
+from sync_server.storage.postgres import SCHEMA_VERSION, PgStorage
+from sync_server.storage.sqlite import SqliteStorage
 from sync_server.testing.postgres import create_database, drop_database
 from tests.server.test_storage_contract import load, record
 

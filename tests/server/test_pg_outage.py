@@ -22,10 +22,10 @@ from pathlib import Path
 import asyncpg
 import attrs
 
-from sync_server.auth import hash_token
-from sync_server.ownership import Claim
-from sync_server.pg_store import PgStorage
+from sync_server.cluster.leases import Claim
+from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, StorageError, VersionConflict
+from sync_server.storage.postgres import PgStorage
 from sync_server.testing.postgres import LocalCluster
 from tests.server.test_storage_contract import record
 

@@ -9,9 +9,9 @@ import pytest
 
 import rules
 from rules.testing import SHEET
-from sync_server.auth import hash_token
+from sync_server.core.auth import hash_token
+from sync_server.core.limits import Limits
 from sync_server.core.room import JoinRefused, StaticLog
-from sync_server.limits import Limits
 from sync_server.storage import UndoTarget
 from sync_server.testing.core import command, new_core
 

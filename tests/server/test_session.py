@@ -10,7 +10,7 @@ import msgpack
 import pytest
 
 from sync_server import Server
-from sync_server.limits import MAX_FRAME_BYTES
+from sync_server.core.limits import MAX_FRAME_BYTES
 from tests.helpers.server import (
     ADMIN_TOKEN,
     WAIT,
@@ -247,6 +247,6 @@ async def test_no_token_in_any_log_line(tmp_path, caplog) -> None:
 
 def test_new_tokens_never_start_with_a_dash() -> None:
     """A token starting with "-" reads as an option on a command line."""
-    from sync_server.auth import new_token
+    from sync_server.core.auth import new_token
 
     assert not any(new_token().startswith("-") for _ in range(2000))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sync_server import protocol
-from sync_server.codec import BadFrame
+from sync_server.core.ratelimit import RateSpec, TokenBucket
 from sync_server.core.session import (
     NO_EXPECT,
     Hello,
@@ -20,7 +19,8 @@ from sync_server.core.session import (
     SessionState,
     read_hello,
 )
-from sync_server.ratelimit import RateSpec, TokenBucket
+from sync_server.wire import protocol
+from sync_server.wire.codec import BadFrame
 
 
 def test_a_good_hello() -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 import attrs
 import pytest
 
-from sync_server import logs
-from sync_server.cli import build_parser, print_configuration
-from sync_server.config import Config
-from sync_server.ratelimit import RateSpec
-from sync_server.settings import (
+from sync_server.core.ratelimit import RateSpec
+from sync_server.hosting.config import Config
+from sync_server.ops import logs
+from sync_server.ops.cli import build_parser, print_configuration
+from sync_server.ops.settings import (
     BY_NAME,
     MASK,
     SETTINGS,

@@ -9,11 +9,11 @@ import time
 import pytest
 
 import rules
-from sync_server import rooms as rooms_module
-from sync_server.auth import hash_token
-from sync_server.clock import FakeClock
-from sync_server.sqlite_store import SqliteStorage
+from sync_server.core.auth import hash_token
+from sync_server.hosting import rooms as rooms_module
+from sync_server.hosting.clock import FakeClock
 from sync_server.storage import AdminRecord, StorageError, VersionRecord, replay
+from sync_server.storage.sqlite import SqliteStorage
 from tests.helpers.server import create_table, running_server
 
 

@@ -16,11 +16,8 @@ import attrs
 import pytest
 
 import rules
-from sync_server.auth import hash_token
-from sync_server.memory_store import MemoryStorage
-from sync_server.ownership import Claim, leases_for
-from sync_server.pg_store import PgStorage
-from sync_server.sqlite_store import SqliteStorage
+from sync_server.cluster.leases import Claim, leases_for
+from sync_server.core.auth import hash_token
 from sync_server.storage import (
     AdminRecord,
     RoomExists,
@@ -30,6 +27,9 @@ from sync_server.storage import (
     VersionRecord,
     replay,
 )
+from sync_server.storage.memory import MemoryStorage
+from sync_server.storage.postgres import PgStorage
+from sync_server.storage.sqlite import SqliteStorage
 from sync_server.testing.postgres import empty_tables
 
 

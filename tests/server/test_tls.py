@@ -20,7 +20,7 @@ import pytest
 import rules
 from client_stub import Client, ConnectionFailed, tls_context
 from client_stub.cli import main as client_main
-from sync_server.tls import TlsError
+from sync_server.hosting.tls import TlsError
 from tests.helpers.server import (
     WAIT,
     create_table,
@@ -131,7 +131,7 @@ async def test_reload_serves_the_new_certificate_to_new_connections(tmp_path: Pa
 
 
 def test_a_missing_or_mismatched_pair_is_a_clear_error(tmp_path: Path, certs) -> None:
-    from sync_server.tls import ServerTls
+    from sync_server.hosting.tls import ServerTls
 
     with pytest.raises(TlsError, match="no such file"):
         ServerTls(tmp_path / "nope.crt", certs["first"][1])

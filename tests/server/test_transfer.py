@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from sync_server import Server, transfer
-from sync_server.cli import main
-from sync_server.sqlite_store import DB_FILE
+from sync_server import Server
+from sync_server.ops.cli import main
+from sync_server.storage import transfer
+from sync_server.storage.sqlite import DB_FILE
 from tests.helpers.server import (
     ADMIN_TOKEN,
     Closed,

@@ -11,7 +11,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from sync_server.codec import Codec
+from sync_server.wire.codec import Codec
 from tests.helpers.server import SHEET, Table, create_table, running_server
 
 SECRET_NAME = "Secret-Liche-QWV"

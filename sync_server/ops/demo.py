@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sync_server.auth import write_secret_file
-from sync_server.server import Server
+from sync_server.core.auth import write_secret_file
+from sync_server.hosting.server import Server
 
 DEMO_ROOM = "demo"
 DEMO_TOKENS_FILE = "demo_tokens.json"

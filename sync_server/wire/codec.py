@@ -18,8 +18,8 @@ from typing import Any
 import attrs
 import msgpack
 
-from sync_server.limits import MAX_INT, MAX_NESTING, MIN_INT
-from sync_server.protocol import JSON, MSGPACK, SUBPROTOCOLS
+from sync_server.wire.bounds import MAX_INT, MAX_NESTING, MIN_INT
+from sync_server.wire.protocol import JSON, MSGPACK, SUBPROTOCOLS
 
 
 class BadFrame(Exception):

@@ -33,11 +33,10 @@ from typing import Any, Protocol
 import attrs
 
 import rules
-from sync_server import protocol
-from sync_server.activity import Activity
-from sync_server.auth import RecentTokens, new_token
-from sync_server.bus import RoomBus, Sink
-from sync_server.clock import Clock, SystemClock
+from sync_server.cluster.leases import Claim, Leases, Owner, SingleNodeLeases
+from sync_server.core.auth import RecentTokens, new_token
+from sync_server.core.limits import ROOM_ID_PATTERN, Limits
+from sync_server.core.ratelimit import reply_cost
 from sync_server.core.room import (
     CommandIn,
     Decision,
@@ -46,12 +45,13 @@ from sync_server.core.room import (
     StaticLog,
     internal,
 )
-from sync_server.limits import ROOM_ID_PATTERN, Limits
-from sync_server.metrics import Metrics
-from sync_server.ownership import Claim, Leases, Owner, SingleNodeLeases
-from sync_server.ratelimit import reply_cost
-from sync_server.registry import Closable, Registry
+from sync_server.hosting.bus import RoomBus, Sink
+from sync_server.hosting.clock import Clock, SystemClock
+from sync_server.hosting.registry import Closable, Registry
+from sync_server.ops.activity import Activity
+from sync_server.ops.metrics import Metrics
 from sync_server.storage import AdminRecord, RoomDeleted, Storage, VersionConflict, replay
+from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
 

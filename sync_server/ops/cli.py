@@ -7,7 +7,7 @@ Python client (`client`).
     vtt-sync --version
 
 `serve`'s settings come from its flags, the environment (VTT_SYNC_*) and
-an optional TOML file, in that order of precedence (sync_server/settings.py
+an optional TOML file, in that order of precedence (sync_server/ops/settings.py
 holds the table); it prints them at start, secrets masked. It prints
 `vtt-sync listening on ws://HOST:PORT` (wss:// with TLS) once it accepts
 connections (tests start it with --port 0 and read the port from that
@@ -28,9 +28,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sync_server import __version__, admin_cli, logs, settings
-from sync_server.auth import WeakAdminToken
-from sync_server.config import Config
+from sync_server import __version__
+from sync_server.core.auth import WeakAdminToken
+from sync_server.hosting.config import Config
+from sync_server.ops import admin_cli, logs, settings
 from sync_server.storage import StorageError
 
 log = logging.getLogger("sync_server")
@@ -138,8 +139,8 @@ def print_configuration(out: logs.Output, resolved: settings.Resolved) -> None:
 async def _serve(
     config: Config, resolved: settings.Resolved, out: logs.Output, redact: logs.Redact
 ) -> int:
-    from sync_server.demo import ensure_demo, page_url
-    from sync_server.server import Server
+    from sync_server.hosting.server import Server
+    from sync_server.ops.demo import ensure_demo, page_url
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Protocol
 
-from sync_server.codec import Codec
-from sync_server.ws_fastpath import server_frame
+from sync_server.hosting.ws_fastpath import server_frame
+from sync_server.wire.codec import Codec
 
 
 class FrameView(Protocol):

@@ -40,9 +40,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from sync_server import protocol, transfer
-from sync_server.codec import CODECS
-from sync_server.limits import IMPORT_CHUNK_CHARS
+from sync_server.core.limits import IMPORT_CHUNK_CHARS
+from sync_server.storage import transfer
+from sync_server.wire import protocol
+from sync_server.wire.codec import CODECS
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
 DEFAULT_DATA_DIR = "./vtt-data"
@@ -314,8 +315,8 @@ def import_(ns: argparse.Namespace) -> int:
 
 
 def backup(ns: argparse.Namespace) -> int:
-    from sync_server.sqlite_store import DB_FILE, backup_database
     from sync_server.storage import StorageError
+    from sync_server.storage.sqlite import DB_FILE, backup_database
 
     source = _data_dir(ns) / DB_FILE
     try:

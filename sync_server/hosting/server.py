@@ -27,35 +27,36 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
 import rules
-from sync_server import __version__, protocol
-from sync_server.activity import Activity
-from sync_server.admin import Admin
-from sync_server.admin_http import AdminHttp
-from sync_server.auth import RecentTokens, hash_token, load_admin_token
-from sync_server.bus import LocalBus, RoomBus
-from sync_server.clock import Clock, SystemClock
-from sync_server.codec import select_subprotocol
-from sync_server.config import Config
-from sync_server.core.room import CommandIn
-from sync_server.datadir import DataDirLock
-from sync_server.limits import (
+from sync_server import __version__
+from sync_server.cluster.leases import LeaseKeeper, leases_for
+from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
+from sync_server.core.limits import (
     MAX_FRAME_BYTES,
     MAX_INCOMING_QUEUE,
     PING_INTERVAL_SECONDS,
     PING_TIMEOUT_SECONDS,
     WRITE_LIMIT_BYTES,
 )
-from sync_server.logs import websockets_logger
-from sync_server.metrics import Metrics
-from sync_server.ownership import LeaseKeeper, leases_for
-from sync_server.ratelimit import Buckets
-from sync_server.registry import Registry
-from sync_server.rooms import Command, Rooms, RoomServices
-from sync_server.sessions import Session, SessionDeps
-from sync_server.sqlite_store import SqliteStorage
+from sync_server.core.ratelimit import Buckets
+from sync_server.core.room import CommandIn
+from sync_server.hosting.admin import Admin
+from sync_server.hosting.admin_http import AdminHttp
+from sync_server.hosting.bus import LocalBus, RoomBus
+from sync_server.hosting.clock import Clock, SystemClock
+from sync_server.hosting.config import Config
+from sync_server.hosting.registry import Registry
+from sync_server.hosting.rooms import Command, Rooms, RoomServices
+from sync_server.hosting.sessions import Session, SessionDeps
+from sync_server.hosting.tls import ServerTls, TlsError
+from sync_server.hosting.web import Routes
+from sync_server.ops.activity import Activity
+from sync_server.ops.logs import websockets_logger
+from sync_server.ops.metrics import Metrics
 from sync_server.storage import Storage, StorageError
-from sync_server.tls import ServerTls, TlsError
-from sync_server.web import Routes
+from sync_server.storage.datadir import DataDirLock
+from sync_server.storage.sqlite import SqliteStorage
+from sync_server.wire import protocol
+from sync_server.wire.codec import select_subprotocol
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class Server:
                 on_group=self.metrics.commit_group.observe,
                 snapshots_kept=self.limits.snapshots_kept,
             )
-        from sync_server.pg_store import PgStorage  # asyncpg only in cluster mode
+        from sync_server.storage.postgres import PgStorage  # asyncpg only in cluster mode
 
         return PgStorage(
             config.database,

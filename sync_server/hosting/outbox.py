@@ -25,11 +25,11 @@ from typing import Any, Protocol
 from websockets.asyncio.server import broadcast
 from websockets.exceptions import ConnectionClosed
 
-from sync_server import protocol
-from sync_server.bus import Message
-from sync_server.codec import Codec
-from sync_server.limits import CLOSE_TIMEOUT_SECONDS, OUTBOX_MAX_BYTES
-from sync_server.ws_fastpath import raw_writer
+from sync_server.core.limits import CLOSE_TIMEOUT_SECONDS, OUTBOX_MAX_BYTES
+from sync_server.hosting.bus import Message
+from sync_server.hosting.ws_fastpath import raw_writer
+from sync_server.wire import protocol
+from sync_server.wire.codec import Codec
 
 log = logging.getLogger(__name__)
 

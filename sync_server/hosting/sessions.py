@@ -27,13 +27,10 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 import rules
-from sync_server import protocol
-from sync_server.activity import Activity
-from sync_server.admin import ADMIN_USER
-from sync_server.auth import hash_token, same_hash
-from sync_server.bus import RoomBus
-from sync_server.clock import Clock
-from sync_server.codec import BadFrame, Codec, codec_for
+from sync_server.cluster.leases import Owner
+from sync_server.core.auth import hash_token, same_hash
+from sync_server.core.limits import Limits
+from sync_server.core.ratelimit import Buckets, TokenBucket
 from sync_server.core.room import CommandIn, JoinRefused
 from sync_server.core.session import (
     HelloRefused,
@@ -46,15 +43,18 @@ from sync_server.core.session import (
     read_hello,
     unauthenticated,
 )
-from sync_server.limits import Limits
-from sync_server.metrics import Metrics
-from sync_server.outbox import Outbox
-from sync_server.ownership import Owner
-from sync_server.ratelimit import Buckets, TokenBucket
-from sync_server.registry import Registry
-from sync_server.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
+from sync_server.hosting.admin import ADMIN_USER
+from sync_server.hosting.bus import RoomBus
+from sync_server.hosting.clock import Clock
+from sync_server.hosting.outbox import Outbox
+from sync_server.hosting.registry import Registry
+from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
+from sync_server.hosting.web import peer_of
+from sync_server.ops.activity import Activity
+from sync_server.ops.metrics import Metrics
 from sync_server.storage import StorageError
-from sync_server.web import peer_of
+from sync_server.wire import protocol
+from sync_server.wire.codec import BadFrame, Codec, codec_for
 
 log = logging.getLogger(__name__)
 

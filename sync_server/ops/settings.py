@@ -29,9 +29,9 @@ from typing import Any
 
 import attrs
 
-from sync_server.limits import PLAYER_BURST, PLAYER_RATE_PER_SECOND
-from sync_server.ownership import LEASE_SECONDS
-from sync_server.ratelimit import RateSpec
+from sync_server.cluster.leases import LEASE_SECONDS
+from sync_server.core.limits import PLAYER_BURST, PLAYER_RATE_PER_SECOND
+from sync_server.core.ratelimit import RateSpec
 
 ENV_PREFIX = "VTT_SYNC_"
 CONFIG_ENV = "VTT_SYNC_CONFIG"
@@ -221,7 +221,7 @@ def _dsn(s: str) -> str:
 
 
 def _show_dsn(dsn: str) -> str:
-    from sync_server.pg_store import describe_dsn  # asyncpg only when asked
+    from sync_server.storage.postgres import describe_dsn  # asyncpg only when asked
 
     return describe_dsn(dsn)
 

@@ -233,7 +233,7 @@ def vectors() -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # python -m sync_server.protocol > tests/vectors/protocol.json
+if __name__ == "__main__":  # python -m sync_server.wire.protocol > tests/vectors/protocol.json
     import json
 
     print(json.dumps(vectors(), indent=2, sort_keys=True))

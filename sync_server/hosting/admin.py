@@ -5,7 +5,7 @@ They touch no room state, so they are the server's own (the rules engine only
 builds a new room's initial state with `new_room`). One at a time, in
 arrival order, under one lock. Their acks carry `result` and no `v`.
 
-import_room carries a room file (sync_server/transfer.py) cut into parts,
+import_room carries a room file (sync_server/storage/transfer.py) cut into parts,
 since a client frame is at most 64 KiB: parts 0..parts-1 of one `upload`,
 in order, each acked; a part sent again is acked again (a retry after a
 lost ack). The last part's command imports the room: it alone is recorded
@@ -23,19 +23,19 @@ from typing import Any
 import attrs
 
 import rules
-from sync_server import protocol, transfer
-from sync_server.auth import RecentTokens, hash_token, new_token
-from sync_server.clock import Clock, SystemClock
-from sync_server.limits import (
+from sync_server.core.auth import RecentTokens, hash_token, new_token
+from sync_server.core.limits import (
     IMPORT_CHUNK_CHARS,
     IMPORT_IDLE_SECONDS,
     MAX_IMPORT_PARTS,
     MAX_ROOM_NAME,
     Limits,
 )
-from sync_server.metrics import Metrics
-from sync_server.rooms import Rooms, valid_room_id
-from sync_server.storage import AdminRecord, Storage, StorageError
+from sync_server.hosting.clock import Clock, SystemClock
+from sync_server.hosting.rooms import Rooms, valid_room_id
+from sync_server.ops.metrics import Metrics
+from sync_server.storage import AdminRecord, Storage, StorageError, transfer
+from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
 

@@ -187,7 +187,7 @@ class AdminRecord:
 class RoomDump:
     """Everything stored of one room, read at one instant (`export_room`) or
     to be stored at once (`import_room`): a backup of a room, or a room
-    moving between servers (sync_server/transfer.py turns it into the
+    moving between servers (sync_server/storage/transfer.py turns it into the
     export file and back).
 
     `versions` is the whole log, 1..head in order (a version's `token_set`

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from sync_server.limits import SNAPSHOTS_KEPT
+from sync_server.core.limits import SNAPSHOTS_KEPT
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sync_server.limits import MAX_TOKEN_LENGTH, MIN_ADMIN_TOKEN_LENGTH, TOKEN_BYTES
+from sync_server.core.limits import MAX_TOKEN_LENGTH, MIN_ADMIN_TOKEN_LENGTH, TOKEN_BYTES
 
 log = logging.getLogger(__name__)
 

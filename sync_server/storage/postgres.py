@@ -52,10 +52,9 @@ from urllib.parse import urlsplit
 import asyncpg
 import msgpack
 
-from sync_server.clock import Clock, SystemClock
-from sync_server.codec import packb
-from sync_server.limits import SNAPSHOTS_KEPT
-from sync_server.ownership import LEASE_SECONDS, Claim, Owner
+from sync_server.cluster.leases import LEASE_SECONDS, Claim, Owner
+from sync_server.core.limits import SNAPSHOTS_KEPT
+from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -70,6 +69,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
+from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-log = logging.getLogger("sync_server.activity")
+log = logging.getLogger("sync_server.ops.activity")
 
 
 class Activity:

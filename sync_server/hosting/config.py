@@ -1,5 +1,5 @@
 """The server's options, as one attrs class (the CLI fills it from its
-settings table, sync_server/settings.py: flag > environment > file >
+settings table, sync_server/ops/settings.py: flag > environment > file >
 default; tests build it directly). Limits live in one `Limits` object."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from pathlib import Path
 import attrs
 
 import rules
-from sync_server.limits import (
+from sync_server.cluster.leases import LEASE_SECONDS
+from sync_server.core.limits import (
     FAILED_HELLO_BURST,
     FAILED_HELLOS_PER_SECOND,
     PLAYER_BURST,
     PLAYER_RATE_PER_SECOND,
     Limits,
 )
-from sync_server.ownership import LEASE_SECONDS
-from sync_server.ratelimit import RateSpec
+from sync_server.core.ratelimit import RateSpec
 
 # The browser page and the JS module ship as package data of the clients
 # package (client_stub/web/); the server reads them through

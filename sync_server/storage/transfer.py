@@ -45,7 +45,7 @@ import attrs
 
 import rules
 from sync_server import __version__
-from sync_server.limits import ROOM_ID_PATTERN
+from sync_server.core.limits import ROOM_ID_PATTERN
 from sync_server.storage import (
     PatchRow,
     RoomDump,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import attrs
 
-from sync_server.protocol import MAX_FRAME_BYTES as PROTOCOL_MAX_FRAME_BYTES
+from sync_server.wire.bounds import MAX_INT, MAX_NESTING, MIN_INT  # noqa: F401 (listed here)
+from sync_server.wire.protocol import MAX_FRAME_BYTES as PROTOCOL_MAX_FRAME_BYTES
 
 # --- Transport (PROTOCOL.md, Transport) -----------------------------------
 
@@ -24,16 +25,9 @@ MAX_FRAME_BYTES = PROTOCOL_MAX_FRAME_BYTES
 # socket that never authenticates must not hold a slot forever.
 HELLO_TIMEOUT_SECONDS = 10.0
 
-# Maps and lists nested deeper than this are refused as bad_frame: nothing
-# in the protocol nests more than ~6 levels, and deep nesting is a classic
-# way to exhaust a decoder's stack.
-MAX_NESTING = 32
-
-# Integers must fit in MessagePack's range, so that both subprotocols carry
-# exactly the same values (a JSON client could otherwise send 2**100, which
-# the log could not store).
-MIN_INT = -(2**63)
-MAX_INT = 2**64 - 1
+# What the codec refuses as bad_frame (nesting depth, integer range) is the
+# wire's own: sync_server/wire/bounds.py, imported here so this file lists
+# every limit.
 
 # Command ids are chosen by clients and stored for deduplication; bound them.
 MAX_CMD_ID_LENGTH = 128

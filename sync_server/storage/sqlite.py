@@ -24,8 +24,7 @@ from typing import Any
 
 import msgpack
 
-from sync_server.codec import packb
-from sync_server.limits import SNAPSHOTS_KEPT
+from sync_server.core.limits import SNAPSHOTS_KEPT
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -38,6 +37,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
+from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,10 @@
+"""What an operator runs and reads.
+
+cli        `vtt-sync`: serve, admin, client
+settings   serve's settings table: flag > environment > TOML file > default
+admin_cli  `vtt-sync admin export|import|backup`
+demo       the --demo room
+logs       text or JSON log lines, websockets' logger, redaction
+activity   session lines and command summaries at INFO
+metrics    Prometheus instruments (per-server registry)
+"""
