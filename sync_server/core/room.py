@@ -71,22 +71,51 @@ class CommandIn:
 class PatchView:
     """How one patch looks to each viewer (per-role views, rules/view.py):
     viewers are grouped by `key` (their view class for this patch; None for
-    those who see everything), each group's patch built once. Only made for
-    a patch the rules call `restricted`: any other one is the same for all."""
+    those who see everything), each group's patch built once. Made for a
+    patch the rules call `restricted`, and for one that changes some
+    viewer's affordances (`afford`: the ops of each affordance class whose
+    affordances it changes, see `afford_class`); any other patch is the
+    same for all."""
 
     before: dict[str, Any]
     after: dict[str, Any]
     patch: dict[str, Any]
+    restricted: bool = True
+    afford: dict[Any, list[Any]] = attrs.Factory(dict)
 
     def key(self, viewer: rules.Viewer) -> Any:
-        if viewer.sees_all:
-            return None
-        return rules.patch_class(self.before, self.after, viewer)
+        view = None
+        if self.restricted and not viewer.sees_all:
+            view = rules.patch_class(self.before, self.after, viewer)
+        cls = afford_class(viewer)
+        return (view, cls) if cls in self.afford else view
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
         p = self.patch
-        ops, events = rules.view_patch(self.before, self.after, p["ops"], p["events"], viewer)
+        ops, events = p["ops"], p["events"]
+        if self.restricted:
+            ops, events = rules.view_patch(self.before, self.after, ops, events, viewer)
+        extra = self.afford.get(afford_class(viewer))
+        if extra:
+            ops = [*ops, *extra]
         return {**p, "ops": ops, "events": events}
+
+
+AFFORDANCES = "affordances"  # the key of a viewer's affordances in their view
+
+
+def afford_class(viewer: rules.Viewer | None) -> Any:
+    """Viewers with equal keys may do the same things (rules/affordances.py):
+    every GM; each player (what they may do follows what they own);
+    observers and admins send nothing, so their affordances never change
+    (None: no patch ever carries ops for them)."""
+    if viewer is None:
+        return None
+    if viewer.role == "gm":
+        return "gm"
+    if viewer.role == "player":
+        return ("player", viewer.user)
+    return None
 
 
 @attrs.frozen
@@ -126,15 +155,27 @@ class LogReader(Protocol):
         """The latest undoable version not yet undone, or None."""
         ...
 
+    def next_undo_target(self) -> UndoTarget | None:
+        """The one an undo reverts after `undo_target` is undone, or None."""
+        ...
+
 
 @attrs.frozen
 class StaticLog:
-    """A `LogReader` over a value fetched beforehand."""
+    """A `LogReader` over values fetched beforehand."""
 
     target: UndoTarget | None = None
+    after: UndoTarget | None = None
 
     def undo_target(self) -> UndoTarget | None:
         return self.target
+
+    def next_undo_target(self) -> UndoTarget | None:
+        return self.after
+
+
+def undo_entry(target: UndoTarget | None) -> rules.UndoEntry | None:
+    return None if target is None else rules.UndoEntry(target.v, target.op, target.user)
 
 
 @attrs.define
@@ -149,6 +190,8 @@ class _Batch:
     patches: list[tuple[dict[str, Any], PatchView | None]] = attrs.Factory(list)
     dedup_keys: list[tuple[str, str]] = attrs.Factory(list)
     tokens: list[tuple[tuple[str, str, str], str]] = attrs.Factory(list)
+    undo: rules.UndoEntry | None = None
+    afford: dict[Any, dict[str, Any]] = attrs.Factory(dict)
 
 
 class RoomCore:
@@ -164,6 +207,7 @@ class RoomCore:
         recent_tokens: RecentTokens,
         limits: Limits | None = None,
         check_invariants: bool = False,
+        affordances: bool = True,
     ) -> None:
         self.limits = limits or Limits()
         self.room_id = loaded.room
@@ -194,6 +238,13 @@ class RoomCore:
         self.recent_tokens = recent_tokens
         self.check_invariants = check_invariants
         self._batch: _Batch | None = None
+        # What `undo` would revert now, and each affordance class's
+        # affordances at the current version (None: not computed, when
+        # affordances are off; Config.affordances).
+        self.undo: rules.UndoEntry | None = undo_entry(loaded.undo)
+        self.afford: dict[Any, dict[str, Any]] | None = (
+            self._affordances(self.room, self.undo) if affordances else None
+        )
 
     # --- the batch ------------------------------------------------------------
 
@@ -217,7 +268,14 @@ class RoomCore:
 
     def _open(self) -> _Batch:
         if self._batch is None:
-            self._batch = _Batch(self.room, self.state, self.v, dict(self.epochs))
+            self._batch = _Batch(
+                self.room,
+                self.state,
+                self.v,
+                dict(self.epochs),
+                undo=self.undo,
+                afford=self.afford,  # type: ignore[arg-type]
+            )
         return self._batch
 
     def commit(self) -> None:
@@ -252,6 +310,7 @@ class RoomCore:
                 batch.v,
                 batch.epochs,
             )
+            self.undo, self.afford = batch.undo, batch.afford
             for key in batch.dedup_keys:
                 self.dedup.pop(key, None)
         return [internal(d.reply.get("id")) if d.pending else d for d in decisions]
@@ -356,6 +415,9 @@ class RoomCore:
             result=result,
             ack_result=ack_result,
             undoable=out.undoable,
+            undo_after=rules.UndoEntry(self.v + 1, c.op, c.actor.user)
+            if out.undoable
+            else self.undo,
             token_set=tuple(token_set),
             token_del=tuple(token_del),
             closes=tuple(closes),
@@ -389,7 +451,8 @@ class RoomCore:
             return internal(c.cmd_id, "undo must be evaluated alone, with the log; retry")
         target = reader.undo_target()
         if target is None:
-            return refusal(c.cmd_id, "conflict", "nothing to undo")
+            nothing = rules.nothing_to_undo()
+            return refusal(c.cmd_id, nothing.code, nothing.message)
         try:
             room = rules.revert(self.room, self.state, target.inverse, target.v)
         except rules.Refused as refused:
@@ -405,6 +468,7 @@ class RoomCore:
             result=result,
             ack_result=dict(result),
             undoable=False,
+            undo_after=undo_entry(reader.next_undo_target()),
             undoes=target.v,
         )
 
@@ -419,6 +483,7 @@ class RoomCore:
         result: dict[str, Any],
         ack_result: dict[str, Any],
         undoable: bool,
+        undo_after: rules.UndoEntry | None,
         undoes: int | None = None,
         token_set: tuple[tuple[str, bytes], ...] = (),
         token_del: tuple[str, ...] = (),
@@ -459,9 +524,13 @@ class RoomCore:
                 )
         key = (c.actor.user, c.cmd_id)
         restricted = rules.restricted(ops, events, self.state, new_state)
-        view = PatchView(self.state, new_state, patch) if restricted else None
+        afford, afford_ops = self._afford_after(new_room, undo_after)
+        view = None
+        if restricted or afford_ops:
+            view = PatchView(self.state, new_state, patch, restricted, afford_ops)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
+        self.undo, self.afford = undo_after, afford
         self.dedup[key] = (v, result)
         batch.records.append(record)
         batch.patches.append((patch, view))
@@ -475,6 +544,43 @@ class RoomCore:
             pending=True,
             view=view,
         )
+
+    # --- affordances ----------------------------------------------------------
+
+    def _affordances(
+        self, room: rules.Room, undo: rules.UndoEntry | None
+    ) -> dict[Any, dict[str, Any]]:
+        """Each affordance class's affordances (`afford_class`): the GMs',
+        and each player's. Observers' never change: not kept."""
+        out: dict[Any, dict[str, Any]] = {}
+        for uid, user in room.users.items():
+            viewer = rules.Viewer(uid, user.role)
+            cls = afford_class(viewer)
+            if cls is not None and cls not in out:
+                out[cls] = rules.affordances(room, viewer, undo)
+        return out
+
+    def _afford_after(
+        self, room: rules.Room, undo: rules.UndoEntry | None
+    ) -> tuple[dict[Any, dict[str, Any]] | None, dict[Any, list[Any]]]:
+        """The affordances after a command, and the ops that bring each
+        class's from the current ones to them (only classes that change)."""
+        if self.afford is None:
+            return None, {}
+        after = self._affordances(room, undo)
+        ops: dict[Any, list[Any]] = {}
+        for cls, now in after.items():
+            changed = rules.diff(self.afford.get(cls, {}), now, (AFFORDANCES,))
+            if changed:
+                ops[cls] = changed
+        return after, ops
+
+    def affordances_of(self, viewer: rules.Viewer) -> dict[str, Any]:
+        """What `viewer` may do now (rules/affordances.py)."""
+        cls = afford_class(viewer)
+        if self.afford is not None and cls in self.afford:
+            return self.afford[cls]
+        return rules.affordances(self.room, viewer, self.undo)
 
     # --- joins and sync -------------------------------------------------------
 
@@ -493,20 +599,35 @@ class RoomCore:
         if self.recent and self.recent[0]["v"] <= since + 1:
             start = since + 1 - self.recent[0]["v"]
             patches = list(itertools.islice(self.recent, start, None))
-            if viewer is None or viewer.sees_all:
+            if viewer is None or (viewer.sees_all and self.afford is None):
                 return patches
             views = list(itertools.islice(self.recent_views, start, None))
-            if any(view is UNKNOWN for view in views):
+            unknown = any(view is UNKNOWN for view in views)
+            if unknown and not viewer.sees_all:
                 return None
-            return [
-                patch if view is None else view.render(viewer)  # type: ignore[union-attr]
+            out = [
+                patch if view is None or view is UNKNOWN else view.render(viewer)  # type: ignore[union-attr]
                 for patch, view in zip(patches, views, strict=True)
             ]
+            if unknown and out:
+                # Patches from the log carry no affordance ops: the last one
+                # sets what the GM may do now, whole.
+                last = out[-1]
+                op = ["set", [AFFORDANCES], self.affordances_of(viewer)]
+                out[-1] = {**last, "ops": [*last["ops"], op]}
+            return out
         return None
 
     def view(self, viewer: rules.Viewer | None) -> dict[str, Any]:
-        """The state as `viewer` may see it (the state itself for the GM)."""
-        return self.state if viewer is None else rules.view_state(self.state, viewer)
+        """The state as `viewer` may see it, with what they may do now
+        (`affordances`, unless Config.affordances is off); the state itself
+        for None (the server's own reads)."""
+        if viewer is None:
+            return self.state
+        seen = rules.view_state(self.state, viewer)
+        if self.afford is None:
+            return seen
+        return {**seen, AFFORDANCES: self.affordances_of(viewer)}
 
     def viewer(self, user: str) -> rules.Viewer | None:
         """Who `user` is, for views (None if no longer in the room)."""

@@ -28,6 +28,7 @@ from sync_server.storage.base import (
     VersionConflict,
     VersionRecord,
     replay,
+    undo_bound,
 )
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "VersionConflict",
     "VersionRecord",
     "replay",
+    "undo_bound",
 ]

@@ -207,8 +207,11 @@ async def test_a_patch_is_encoded_once_per_view_class_and_subprotocol(
         ack = await gm.ok("damage", {"char": target, "amount": 2})
         for c in (gm_json, *players):
             await c.wait_v(ack["v"])
-        # The GM class (msgpack, json); when restricted, one more: the public
-        # view (p1, p2 and the observer, all msgpack), its ops emptied.
-        assert len(encoded) == (3 if restricted else 2), encoded
+        # The GM class (msgpack, json: its own, since what its undo would
+        # revert moved), and the others' (p1, p2 and the observer, all
+        # msgpack): the plain patch, or when restricted the public view with
+        # its ops emptied.
+        assert len(encoded) == 3, encoded
+        assert encoded[-1] == ("vtt-sync.msgpack.v1", 0 if restricted else 1), encoded
         for c in (gm, gm_json, *players):
             await c.close()
