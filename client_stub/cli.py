@@ -338,9 +338,13 @@ def _refused(exc: CommandError, as_json: bool, hint: str | None = None) -> int:
     return EXIT_REFUSED
 
 
-def _actions_hint(state: dict[str, Any] | None, args: Any) -> str | None:
+# Refusals about what may be done now (not about how the command was written).
+HINTED = frozenset({"forbidden", "rule", "conflict", "not_found"})
+
+
+def _actions_hint(state: dict[str, Any] | None, args: Any, code: str) -> str | None:
     """On a refusal: where to see what one may do now (if the server says it)."""
-    if affordances_of(state) is None:
+    if affordances_of(state) is None or code not in HINTED:
         return None
     char = subject_of(args)
     target = f" {char}" if char is not None and char in (state or {}).get("characters", {}) else ""
@@ -390,7 +394,7 @@ async def _cmd(ns: argparse.Namespace, url: str, token: str, room: str | None) -
                 for p in await client.history(back):
                     undone_events[p["v"]] = p.get("events") or []
     except CommandError as exc:
-        return _refused(exc, ns.json, _actions_hint(client.state, args))
+        return _refused(exc, ns.json, _actions_hint(client.state, args, exc.code))
     except (ConnectionFailed, CommandTimeout) as exc:
         return _connection_error(exc, url, ns.json)
     finally:

@@ -126,7 +126,10 @@ async def test_cmd_refused_exits_1_with_the_reason_on_stderr(table: LiveTable) -
         table, "cmd", "damage", "char=c1", "amount=1", token=table.token("p1")
     )
     assert (code, out) == (1, "")
-    assert err == "vtt-sync client: refused (forbidden): only the GM may damage\n"
+    assert err == (
+        "vtt-sync client: refused (forbidden): only the GM may damage\n"
+        "vtt-sync client: what you may do now: vtt-sync client actions c1\n"
+    )
     code, out, err = await run(table, "cmd", "--json", "combat_start", 'order=["c1","nobody"]')
     assert code == 1 and out == ""
     assert json.loads(err)["error"] == "not_found"
