@@ -14,7 +14,13 @@ PROTOCOL.md's error codes) and the caller still holds the unchanged state.
 No asyncio, no I/O, no clock, no global random.
 """
 
-from rules.affordances import UndoEntry, affordances, nothing_to_undo
+from rules.affordances import (
+    RuleTable,
+    UndoEntry,
+    affordances,
+    affordances_for,
+    nothing_to_undo,
+)
 from rules.dice import Dice, ScriptedDice, SeededDice, ServerDice
 from rules.effects import Effect, EndSessions, IssueToken, RevokeToken
 from rules.engine import (
@@ -63,6 +69,7 @@ __all__ = [
     "Refused",
     "RevokeToken",
     "Room",
+    "RuleTable",
     "RuleBroken",
     "ScriptedDice",
     "SeededDice",
@@ -71,6 +78,7 @@ __all__ = [
     "UnknownOp",
     "Viewer",
     "affordances",
+    "affordances_for",
     "apply",
     "apply_ops",
     "authorize_undo",

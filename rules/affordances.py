@@ -38,13 +38,27 @@ import attrs
 
 from rules import clock, roster, stability, stabilizing, tracker
 from rules.context import Actor
-from rules.engine import OPS, OpSpec, authorize, authorize_undo, check_alive
+from rules.engine import (
+    OPS,
+    OpSpec,
+    authorize,
+    authorize_role,
+    authorize_undo,
+    check_alive,
+)
 from rules.errors import Conflict, Refused
 from rules.model import REST_KINDS, Character, Room
 from rules.rest import check_rest, check_stop_rest
 from rules.view import HIDDEN, Viewer, level_for
 
-__all__ = ["OFFERS", "UndoEntry", "affordances", "nothing_to_undo"]
+__all__ = [
+    "OFFERS",
+    "RuleTable",
+    "UndoEntry",
+    "affordances",
+    "affordances_for",
+    "nothing_to_undo",
+]
 
 # Reason values that name a character: read null for a viewer who does not see it.
 CHAR_VALUES = ("char", "patient", "healer", "current")
@@ -76,33 +90,193 @@ def nothing_to_undo() -> Conflict:
     return Conflict("nothing to undo", "undo_nothing")
 
 
+# The actor the rule checks run as: they are the same for every viewer (a
+# reason is data; only its server sentence names characters, and that is
+# not kept here), so one table per room version serves every viewer.
+JUDGE = Actor("", "gm")
+
+
+@attrs.define
+class RuleTable:
+    """What the rules say of each (op, subject), shared by the viewers of a
+    room, and kept from one version to the next by the caller (the server's
+    room core) so that a command costs what it changed.
+
+    Each entry is kept with the key of what its checks read (the op's
+    `reads`: its subject, the combat, the characters as a whole...) and
+    reused while that key is equal. The engine never changes a character in
+    place (a command copies the ones it changes), so an unchanged character
+    is the very same object and compares at once. Each viewer's version of
+    an entry is reused while the entry and what the viewer sees are the same.
+
+    A cache only: a fresh table gives the same affordances (the property
+    test checks it)."""
+
+    entries: dict[Any, tuple[Any, dict[str, Any]]] = attrs.Factory(dict)
+    adapted: dict[Any, tuple[dict[str, Any], frozenset[str], dict[str, Any]]] = attrs.Factory(dict)
+    # What the last call saw, to tell what changed since.
+    chars: dict[str, Character] = attrs.Factory(dict)
+    users: Any = None
+    generation: int = 0  # bumped when any character changed, came or went
+    users_generation: int = 0
+    combat: Any = None
+    healers: frozenset[str] = frozenset()
+    # Every character's (id, condition, healer): what a choice of patient
+    # reads of the others (the same object while equal).
+    patients: tuple[Any, ...] = ()
+    # What each viewer saw last (the same object while equal), and their
+    # entries of each character with the key of all they read (see
+    # `_affordances`).
+    seen: dict[Any, frozenset[str]] = attrs.Factory(dict)
+    per_char: dict[Any, tuple[Any, dict[str, Any]]] = attrs.Factory(dict)
+    # authorize_role's answers: all it reads is the viewer's role and the op's.
+    roles: dict[tuple[str, str], bool] = attrs.Factory(dict)
+
+    def role_allows(self, spec: OpSpec, actor: Actor, op: str) -> bool:
+        key = (actor.role, spec.role)
+        ok = self.roles.get(key)
+        if ok is None:
+            ok = self.roles[key] = not _why(lambda: authorize_role(spec, actor, op))
+        return ok
+
+    def entry(self, key: Any, reads: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        found = self.entries.get(key)
+        if found is not None and found[0] == reads:
+            return found[1]
+        out = make()
+        self.entries[key] = (reads, out)
+        return out
+
+    def begin(self, room: Room) -> None:
+        """A new call: note what changed since the last one."""
+        chars = room.characters
+        if len(chars) != len(self.chars) or any(
+            self.chars.get(cid) is not c for cid, c in chars.items()
+        ):
+            self.generation += 1
+            self.chars = dict(chars)
+            self.healers = frozenset(c.healer for c in chars.values() if c.healer is not None)
+            patients = tuple((cid, c.condition, c.healer) for cid, c in chars.items())
+            if patients != self.patients:
+                self.patients = patients
+            for key in [k for k in self.entries if k[1] is not None and k[1] not in chars]:
+                del self.entries[key]
+            for key in [k for k in self.per_char if k[1] not in chars]:
+                del self.per_char[key]
+        if room.users is not self.users:
+            self.users_generation += 1
+            self.users = room.users
+        combat = room.combat
+        self.combat = None if combat is None else (tuple(combat.order), combat.turn, combat.round)
+        kept = {id(entry) for _, entry in self.entries.values()}
+        for key in [k for k in self.adapted if k[1] not in kept]:
+            del self.adapted[key]
+
+    def room_key(self, room: Room) -> Any:
+        """What a room op's checks read: the characters, the users, the
+        combat, the dice queue."""
+        return (self.generation, self.users_generation, self.combat, len(room.queued_rolls))
+
+
+# What an op's checks read, as a key (see RuleTable): the subject only...
+def reads_subject(table: RuleTable, c: Character) -> Any:
+    return c
+
+
+def reads_combat(table: RuleTable, c: Character) -> Any:
+    """...the subject and the combat (T1's turn)..."""
+    return (c, table.combat)
+
+
+def reads_rest(table: RuleTable, c: Character) -> Any:
+    """...the subject, the combat, and whether it tends anyone (R4, L4)..."""
+    return (c, table.combat, c.id in table.healers)
+
+
+def reads_everyone(table: RuleTable, c: Character) -> Any:
+    """...or every character's condition and healer (a patient to choose)."""
+    return (c, table.patients)
+
+
 @attrs.frozen
 class _Scan:
-    """One call's inputs: the room, its acting user, and what they see."""
+    """One viewer's inputs: the room, the acting user, what they see, and
+    the rule table shared by every viewer of this room version."""
 
     room: Room
     actor: Actor
     seen: list[Character]  # characters the viewer sees, in character order
+    seen_ids: frozenset[str]
+    rules: RuleTable
+    # authorize's answers for this viewer, by (role of the op, subject): all
+    # it reads of the op is its role (the die roll is never offered to a player).
+    allowed: dict[Any, bool] = attrs.Factory(dict)
 
-    def reason(self, refused: Refused) -> Reason:
-        """The refusal as data, without naming a character the viewer does not see."""
-        out = refused.reason()
+    @property
+    def all_seeing(self) -> bool:
+        return self.actor.is_gm  # the GM sees every character (views)
+
+    def scrub(self, reason: Reason) -> Reason:
+        """A reason without naming a character the viewer does not see."""
+        out = reason
         for key in CHAR_VALUES:
-            cid = out.get(key)
-            if cid is not None:
-                c = self.room.characters.get(cid)
-                if c is None or not self.actor.sees(c):
-                    out[key] = None
+            cid = reason.get(key)
+            if cid is not None and cid not in self.seen_ids:
+                out = {**out, key: None}
+        return out
+
+    def adapt(self, entry: dict[str, Any], op: str) -> dict[str, Any]:
+        """The shared rule entry as this viewer gets it: choices among the
+        characters they see, reasons that name nobody they do not, no die
+        roll to supply unless GM (X1). The same object for the GM, and from
+        one call to the next while nothing it depends on changed."""
+        if self.all_seeing:
+            return entry
+        key = (self.actor.user, id(entry))
+        found = self.rules.adapted.get(key)
+        if found is not None and found[0] is entry and found[1] == self.seen_ids:
+            return found[2]
+        out = self._adapt(entry, op)
+        self.rules.adapted[key] = (entry, self.seen_ids, out)
+        return out
+
+    def _adapt(self, entry: dict[str, Any], op: str) -> dict[str, Any]:
+        out = dict(entry)
+        if "why" in out:
+            out["why"] = self.scrub(out["why"])
+        if "free" in out and "roll" in out["free"]:
+            out["free"] = [n for n in out["free"] if n != "roll"]
+            if not out["free"]:
+                del out["free"]
+        choices = out.get("choices")
+        if choices:
+            kept = {
+                name: [v for v in values if v in self.seen_ids] if name in CHAR_CHOICES else values
+                for name, values in choices.items()
+            }
+            for values in kept.values():
+                if not values:  # nobody this viewer sees
+                    return {"args": out["args"], "why": {"key": f"{op}_nobody"}}
+            out["choices"] = kept
+        if "refused" in out:
+            out["refused"] = {
+                name: {value: self.scrub(r) for value, r in no.items()}
+                for name, no in out["refused"].items()
+            }
         return out
 
 
-def _why(scan: _Scan, *checks: Callable[[], None]) -> Reason | None:
-    """The first refusal among `checks` (run in order), or None."""
+# Choices that are character ids (filtered by what the viewer sees).
+CHAR_CHOICES = ("patient", "order")
+
+
+def _why(*checks: Callable[[], None]) -> Reason | None:
+    """The first refusal among `checks` (run in order), as data, or None."""
     try:
         for check in checks:
             check()
     except Refused as refused:
-        return scan.reason(refused)
+        return refused.reason()
     return None
 
 
@@ -111,15 +285,8 @@ def _clean(spec: OpSpec, fixed: dict[str, Any]) -> dict[str, Any]:
     return {name: arg.default for name, arg in spec.args.items()} | fixed
 
 
-def _free(spec: OpSpec, actor: Actor, taken: set[str]) -> list[str]:
-    """The arguments the sender fills in (kinds: docs/operations.md); a die
-    roll only for the GM (X1)."""
-    return [n for n in spec.args if n not in taken and (actor.is_gm or n != "roll")]
-
-
 def _entry(
     spec: OpSpec,
-    actor: Actor,
     fixed: dict[str, Any],
     why: Reason | None = None,
     choices: dict[str, list[Any]] | None = None,
@@ -130,7 +297,7 @@ def _entry(
     if why is not None:
         out["why"] = why
         return out
-    free = _free(spec, actor, set(fixed) | set(choices or ()))
+    free = [n for n in spec.args if n not in fixed and n not in (choices or ())]
     if free:
         out["free"] = free
     if choices:
@@ -142,7 +309,7 @@ def _entry(
     return out
 
 
-# An offer computes one op's affordances: {subject char id or None: entry}.
+# An offer computes one op's affordances for one viewer: {subject char id or None: entry}.
 Offer = Callable[[_Scan, str, OpSpec], dict[str | None, dict[str, Any]]]
 
 
@@ -153,6 +320,7 @@ def subject(
     cost: Callable[[Character], dict[str, int]] | None = None,
     options: tuple[str, tuple[str, ...], Callable[[Room, Character, str], None]] | None = None,
     pair: tuple[str, Callable[[Room, Actor, Character, Character], None], str] | None = None,
+    reads: Callable[[RuleTable, Character], Any] = reads_subject,
 ) -> Offer:
     """An op acting for one character (`arg`, the subject): offered under
     that character when the viewer may send it for them.
@@ -163,32 +331,32 @@ def subject(
     `pair=(name, check, nobody)`: an argument naming another character
     (first aid's patient), each candidate checked with `check(room, actor,
     c, other)`; `nobody` is the reason key when no candidate is accepted.
+    `reads(table, c)`: the key of what the checks read (see `RuleTable`):
+    the subject alone unless told.
     """
 
-    def one(scan: _Scan, op: str, spec: OpSpec, c: Character) -> dict[str, Any] | None:
-        room, actor = scan.room, scan.actor
+    def rule(room: Room, spec: OpSpec, c: Character) -> dict[str, Any]:
+        """What the rules say of this op for `c`, whoever asks."""
         fixed = {arg: c.id}
-        if _why(scan, lambda: authorize(room, spec, _clean(spec, fixed), actor, op)):
-            return None  # not this viewer's to send: no button at all
         checks = [lambda: check_alive(spec, c)]
         if check is not None:
-            checks.append(lambda: check(room, actor, c))
-        why = _why(scan, *checks)
+            checks.append(lambda: check(room, JUDGE, c))
+        why = _why(*checks)
         if why is not None:
-            return _entry(spec, actor, fixed, why)
+            return _entry(spec, fixed, why)
         choices: dict[str, list[Any]] = {}
         refused: dict[str, dict[str, Reason]] = {}
         if options is not None:
             name, values, check_option = options
             ok, no = [], {}
             for value in values:
-                reason = _why(scan, lambda: check_option(room, c, value))  # noqa: B023
+                reason = _why(lambda: check_option(room, c, value))  # noqa: B023
                 if reason is None:
                     ok.append(value)
                 else:
                     no[value] = reason
             if not ok:  # refused whatever the choice: the first one's reason
-                return _entry(spec, actor, fixed, no[values[0]])
+                return _entry(spec, fixed, no[values[0]])
             choices[name] = ok
             if no:
                 refused[name] = no
@@ -196,18 +364,31 @@ def subject(
             name, check_pair, nobody = pair
             ok = [
                 o.id
-                for o in scan.seen
+                for o in room.ordered()
                 if _why(
-                    scan,
                     lambda: check_alive(spec, o),  # noqa: B023
-                    lambda: check_pair(room, actor, c, o),  # noqa: B023
+                    lambda: check_pair(room, JUDGE, c, o),  # noqa: B023
                 )
                 is None
             ]
             if not ok:
-                return _entry(spec, actor, fixed, {"key": nobody})
+                return _entry(spec, fixed, {"key": nobody})
             choices[name] = ok
-        return _entry(spec, actor, fixed, None, choices, refused, None if cost is None else cost(c))
+        return _entry(spec, fixed, None, choices, refused, None if cost is None else cost(c))
+
+    def one(scan: _Scan, op: str, spec: OpSpec, c: Character) -> dict[str, Any] | None:
+        """This viewer's entry for `c`, or None when it is not theirs to send."""
+        room, actor = scan.room, scan.actor
+        if not actor.is_gm:
+            who = (spec.role, arg, c.id)
+            ok = scan.allowed.get(who)
+            if ok is None:
+                a = _clean(spec, {arg: c.id})
+                ok = scan.allowed[who] = not _why(lambda: authorize(room, spec, a, actor, op))
+            if not ok:
+                return None  # not this viewer's to send: no button at all
+        entry = scan.rules.entry((op, c.id), reads(scan.rules, c), lambda: rule(room, spec, c))
+        return scan.adapt(entry, op)
 
     def offer(scan: _Scan, op: str, spec: OpSpec) -> dict[str | None, dict[str, Any]]:
         out: dict[str | None, dict[str, Any]] = {}
@@ -217,6 +398,7 @@ def subject(
                 out[c.id] = entry
         return out
 
+    offer.one = one  # type: ignore[attr-defined]
     return offer
 
 
@@ -229,38 +411,45 @@ def whole_room(
     """An op about the room as a whole (the GM's tools), offered in `room`.
 
     `chars=(name, keep)`: an argument listing characters (a combat order),
-    offered as the seen characters `keep(room, c)` accepts; `users=(name,
+    offered as the characters `keep(room, c)` accepts; `users=(name,
     check)`: an argument naming a user, offered as the users `check` accepts.
     """
 
-    def offer(scan: _Scan, op: str, spec: OpSpec) -> dict[str | None, dict[str, Any]]:
-        room, actor = scan.room, scan.actor
-        if _why(scan, lambda: authorize(room, spec, _clean(spec, {}), actor, op)):
-            return {}
+    def rule(room: Room, op: str, spec: OpSpec) -> dict[str, Any]:
         why = None
         if check is not None:
-            why = _why(scan, lambda: check(room, actor))
+            why = _why(lambda: check(room, JUDGE))
         if spec.bounds is not None and why is None:
             bounds = spec.bounds
-            why = _why(scan, lambda: bounds(room, _clean(spec, {})))
+            why = _why(lambda: bounds(room, _clean(spec, {})))
         if why is not None:
-            return {None: _entry(spec, actor, {}, why)}
+            return _entry(spec, {}, why)
         choices: dict[str, list[Any]] = {}
         if chars is not None:
             name, keep = chars
-            choices[name] = [c.id for c in scan.seen if keep(room, c)]
+            choices[name] = [c.id for c in room.ordered() if keep(room, c)]
         if users is not None:
             name, check_user = users
             choices[name] = [
                 uid
                 for uid in room.users
-                if _why(scan, lambda: check_user(room, uid)) is None  # noqa: B023
+                if _why(lambda: check_user(room, uid)) is None  # noqa: B023
             ]
         for values in choices.values():
             if not values:
-                return {None: _entry(spec, actor, {}, {"key": f"{op}_nobody"})}
-        return {None: _entry(spec, actor, {}, None, choices)}
+                return _entry(spec, {}, {"key": f"{op}_nobody"})
+        return _entry(spec, {}, None, choices)
 
+    def offer(scan: _Scan, op: str, spec: OpSpec) -> dict[str | None, dict[str, Any]]:
+        room, actor = scan.room, scan.actor
+        if _why(lambda: authorize(room, spec, _clean(spec, {}), actor, op)):
+            return {}
+        entry = scan.rules.entry(
+            (op, None), scan.rules.room_key(room), lambda: rule(room, op, spec)
+        )
+        return {None: scan.adapt(entry, op)}
+
+    offer.one = None  # type: ignore[attr-defined]
     return offer
 
 
@@ -300,7 +489,9 @@ OFFERS: dict[str, Offer] = {
         lambda room, actor: clock.check_no_combat(room), chars=("order", _may_join)
     ),
     "combat_end": whole_room(lambda room, actor: clock.check_combat(room)),
-    "end_turn": subject(lambda room, actor, c: clock.check_end_turn(room, actor, c.id, None)),
+    "end_turn": subject(
+        lambda room, actor, c: clock.check_end_turn(room, actor, c.id, None), reads=reads_combat
+    ),
     "set_order": whole_room(
         lambda room, actor: tracker.check_combat(
             room, "no combat is running: start one with combat_start"
@@ -317,6 +508,7 @@ OFFERS: dict[str, Offer] = {
             lambda room, actor, c, o: stabilizing.check_first_aid(c, o),
             "first_aid_nobody",
         ),
+        reads=reads_everyone,
     ),
     "stabilize": subject(
         lambda room, actor, c: stabilizing.check_stabilize(c),
@@ -329,9 +521,10 @@ OFFERS: dict[str, Offer] = {
     "tend": subject(
         lambda room, actor, c: stability.check_healer(c),
         pair=("patient", stability.check_tend, "tend_nobody"),
+        reads=reads_everyone,
     ),
     "untend": subject(lambda room, actor, c: stability.check_untend(c), arg="patient"),
-    "rest": subject(options=("kind", REST_KINDS, check_rest)),
+    "rest": subject(options=("kind", REST_KINDS, check_rest), reads=reads_rest),
     "stop_rest": subject(lambda room, actor, c: check_stop_rest(c)),
     "ability_damage": subject(),
     "ability_restore": subject(),
@@ -357,26 +550,74 @@ def affordances(room: Room, viewer: Viewer, undo: UndoEntry | None = None) -> di
     An entry is {"args": the fixed arguments, "free": the arguments the
     sender fills in, "choices": {arg: the values accepted now}, "refused":
     {arg: {value: reason}}, "cost": {"pp": n}} for an action that can be sent
-    now, or {"args", "free", "why": reason} for one that cannot (keys without
-    content are left out). `undo` is {"v", "op", "by", "ts"} (what an undo
-    would revert) or {"why": reason}. An admin, who sends no room command,
-    gets nothing."""
-    empty: dict[str, Any] = {"chars": {}, "room": {}}
+    now, or {"args", "why": reason} for one that cannot (keys without
+    content are left out). `undo` is {"v", "op", "by"} (what an undo would
+    revert) or {"why": reason}. An admin, who sends no room command, gets
+    nothing."""
+    return affordances_for(room, [viewer], undo)[0]
+
+
+def affordances_for(
+    room: Room,
+    viewers: list[Viewer],
+    undo: UndoEntry | None = None,
+    table: RuleTable | None = None,
+) -> list[dict[str, Any]]:
+    """`affordances` for several viewers of one room at once: the rule
+    checks run once and serve them all (the server asks for every GM and
+    player after each command). With the `table` of the previous call,
+    only what changed since is worked out again (`RuleTable`)."""
+    table = RuleTable() if table is None else table
+    table.begin(room)
+    return [_affordances(room, viewer, undo, table) for viewer in viewers]
+
+
+def _affordances(
+    room: Room, viewer: Viewer, undo: UndoEntry | None, table: RuleTable
+) -> dict[str, Any]:
     if viewer.role not in ("gm", "player", "observer") or viewer.user is None:
-        return {**empty, "undo": {"why": {"key": "undo_gm_only"}}}
+        return {"chars": {}, "room": {}, "undo": {"why": {"key": "undo_gm_only"}}}
     actor = Actor(viewer.user, viewer.role)
     seen = [
         c for c in room.ordered() if level_for(viewer.role, viewer.user, c.owner, c.shown) != HIDDEN
     ]
-    scan = _Scan(room, actor, seen)
+    seen_ids = frozenset(c.id for c in seen)
+    if table.seen.get(viewer.user) == seen_ids:
+        seen_ids = table.seen[viewer.user]  # the same object: compares at once
+    table.seen[viewer.user] = seen_ids
+    scan = _Scan(room, actor, seen, seen_ids, table)
+    allowed = [(op, spec) for op, spec in OPS.items() if table.role_allows(spec, actor, op)]
+    per_char = [(op, spec, OFFERS[op].one) for op, spec in allowed if OFFERS[op].one]  # type: ignore[attr-defined]
     chars: dict[str, dict[str, Any]] = {}
+    for c in seen:
+        # Everything this character's entries read (RuleTable's keys, the
+        # owners that authorize reads, what the viewer sees): while it is
+        # the same, so are they.
+        healer = room.characters.get(c.healer) if c.healer is not None else None
+        key = (
+            c,
+            table.combat,
+            c.id in table.healers,
+            table.patients,
+            seen_ids,
+            None if healer is None else healer.owner,
+        )
+        found = table.per_char.get((viewer.user, c.id))
+        if found is not None and found[0] == key:
+            mine = found[1]
+        else:
+            mine = {}
+            for op, spec, one in per_char:
+                entry = one(scan, op, spec, c)
+                if entry is not None:
+                    mine[op] = entry
+            table.per_char[(viewer.user, c.id)] = (key, mine)
+        if mine:
+            chars[c.id] = mine
     ops: dict[str, Any] = {}
-    if actor.role != "observer":  # an observer may send nothing at all
-        for op, spec in OPS.items():
-            for cid, entry in OFFERS[op](scan, op, spec).items():
-                if cid is None:
-                    ops[op] = entry
-                else:
-                    chars.setdefault(cid, {})[op] = entry
-    ordered = {c.id: chars[c.id] for c in seen if c.id in chars}
-    return {"chars": ordered, "room": ops, "undo": _undo(actor, undo)}
+    for op, spec in allowed:
+        if not OFFERS[op].one:  # type: ignore[attr-defined]
+            entry = OFFERS[op](scan, op, spec).get(None)
+            if entry is not None:
+                ops[op] = entry
+    return {"chars": chars, "room": ops, "undo": _undo(actor, undo)}

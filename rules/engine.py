@@ -276,12 +276,9 @@ ADMIN_OPS = frozenset({"create_room", "delete_room", "import_room"})  # server-w
 def authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: str) -> None:
     """May `actor` send `op` with the (clean) args `a`? Raises Forbidden.
     Apply asks it, and so do the affordances (rules/affordances.py)."""
+    authorize_role(spec, actor, op)
     if actor.is_gm:
         return
-    if actor.role == "observer":
-        raise Forbidden("observers may only watch", "observer")
-    if spec.role == G:
-        raise Forbidden(f"only the GM may {op}", "gm_only", op=op)
     if "roll" in a and a["roll"] is not None:
         raise Forbidden("only the GM may supply a die roll (X1)", "gm_roll")
     if spec.role == OWNER_OR_GM:
@@ -299,6 +296,17 @@ def authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: str
                 "untend_forbidden",
                 patient=p.id,
             )
+
+
+def authorize_role(spec: OpSpec, actor: Actor, op: str) -> None:
+    """The part of `authorize` that the role alone decides, whatever the
+    arguments (observers send nothing; G ops are the GM's)."""
+    if actor.is_gm:
+        return
+    if actor.role == "observer":
+        raise Forbidden("observers may only watch", "observer")
+    if spec.role == G:
+        raise Forbidden(f"only the GM may {op}", "gm_only", op=op)
 
 
 def check_alive(spec: OpSpec, c: Character) -> None:

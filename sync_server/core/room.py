@@ -242,6 +242,8 @@ class RoomCore:
         # affordances at the current version (None: not computed, when
         # affordances are off; Config.affordances).
         self.undo: rules.UndoEntry | None = undo_entry(loaded.undo)
+        # The rules' answers kept between commands (a cache: rules.RuleTable).
+        self._rule_table = rules.RuleTable()
         self.afford: dict[Any, dict[str, Any]] | None = (
             self._affordances(self.room, self.undo) if affordances else None
         )
@@ -552,13 +554,14 @@ class RoomCore:
     ) -> dict[Any, dict[str, Any]]:
         """Each affordance class's affordances (`afford_class`): the GMs',
         and each player's. Observers' never change: not kept."""
-        out: dict[Any, dict[str, Any]] = {}
+        viewers: dict[Any, rules.Viewer] = {}
         for uid, user in room.users.items():
             viewer = rules.Viewer(uid, user.role)
             cls = afford_class(viewer)
-            if cls is not None and cls not in out:
-                out[cls] = rules.affordances(room, viewer, undo)
-        return out
+            if cls is not None and cls not in viewers:
+                viewers[cls] = viewer
+        found = rules.affordances_for(room, list(viewers.values()), undo, self._rule_table)
+        return dict(zip(viewers, found, strict=True))
 
     def _afford_after(
         self, room: rules.Room, undo: rules.UndoEntry | None
