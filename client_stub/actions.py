@@ -34,7 +34,7 @@ def _value(text: EventText, arg: str, value: Any) -> str:
         return f"{text.names.user(value)} ({value})"
     if arg == "order":
         return ", ".join(text.names.char(v) for v in value)
-    return str(text._label(value, arg) if arg == "kind" else value)
+    return str(text.label(value, "rest") if arg == "kind" else value)
 
 
 def _command(op: str, entry: dict[str, Any]) -> str:
@@ -59,7 +59,7 @@ def entry_lines(text: EventText, op: str, entry: dict[str, Any]) -> list[str]:
     details = []
     for name, values in (entry.get("choices") or {}).items():
         if name != "order":
-            details.append(f"{name} " + " or ".join(_value(text, name, v) for v in values))
+            details.append(" or ".join(_value(text, name, v) for v in values))
     for name, refused in (entry.get("refused") or {}).items():
         for value, reason in refused.items():
             details.append(f"not {_value(text, name, value)}: {text.reason(reason)}")
@@ -74,7 +74,7 @@ def undo_lines(text: EventText, undo: dict[str, Any]) -> list[str]:
     label = text.action("undo")
     if "why" in undo:
         return [f"  {label}: not now: {text.reason(undo['why'])}"]
-    op = text._label(undo.get("op"), "op")
+    op = text.label(undo.get("op"), "op")
     return [
         f"  {label}: reverts v{undo.get('v')}, {op} by {text.names.user(undo.get('by'))}",
         "      vtt-sync client cmd undo",

@@ -122,6 +122,10 @@ class EventText:
         self._rule(rule, why, lambda f: why.get(f), out)
         return "".join(text for text, _ in out)
 
+    def label(self, value: Any, table: str) -> str:
+        """A value's label from one of the table's `labels` (e.g. "rest")."""
+        return self._label(value, table)
+
     def action(self, op: str) -> str:
         """An action's label (the `actions` table), e.g. "First aid"."""
         return str(self.texts.get("actions", {}).get(op, op.replace("_", " ")))
