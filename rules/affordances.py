@@ -399,6 +399,9 @@ def subject(
         return out
 
     offer.one = one  # type: ignore[attr-defined]
+    # Reads the combat or the rests: worked out again at each call (the
+    # others are kept per character while it is the same: `_affordances`).
+    offer.volatile = reads not in (reads_subject, reads_everyone)  # type: ignore[attr-defined]
     return offer
 
 
@@ -587,31 +590,33 @@ def _affordances(
     table.seen[viewer.user] = seen_ids
     scan = _Scan(room, actor, seen, seen_ids, table)
     allowed = [(op, spec) for op, spec in OPS.items() if table.role_allows(spec, actor, op)]
-    per_char = [(op, spec, OFFERS[op].one) for op, spec in allowed if OFFERS[op].one]  # type: ignore[attr-defined]
+    per_char = [
+        (op, spec, OFFERS[op].one, OFFERS[op].volatile)  # type: ignore[attr-defined]
+        for op, spec in allowed
+        if OFFERS[op].one  # type: ignore[attr-defined]
+    ]
     chars: dict[str, dict[str, Any]] = {}
     for c in seen:
-        # Everything this character's entries read (RuleTable's keys, the
-        # owners that authorize reads, what the viewer sees): while it is
-        # the same, so are they.
+        # Everything the steady entries of this character read (RuleTable's
+        # keys, the owners that authorize reads, what the viewer sees):
+        # while it is the same, so are they.
         healer = room.characters.get(c.healer) if c.healer is not None else None
-        key = (
-            c,
-            table.combat,
-            c.id in table.healers,
-            table.patients,
-            seen_ids,
-            None if healer is None else healer.owner,
-        )
+        key = (c, table.patients, seen_ids, None if healer is None else healer.owner)
         found = table.per_char.get((viewer.user, c.id))
-        if found is not None and found[0] == key:
-            mine = found[1]
-        else:
-            mine = {}
-            for op, spec, one in per_char:
-                entry = one(scan, op, spec, c)
-                if entry is not None:
-                    mine[op] = entry
-            table.per_char[(viewer.user, c.id)] = (key, mine)
+        steady = found[1] if found is not None and found[0] == key else None
+        if steady is None:
+            steady = {}
+            for op, spec, one, volatile in per_char:
+                if not volatile:
+                    entry = one(scan, op, spec, c)
+                    if entry is not None:
+                        steady[op] = entry
+            table.per_char[(viewer.user, c.id)] = (key, steady)
+        mine: dict[str, Any] = {}
+        for op, spec, one, volatile in per_char:
+            entry = one(scan, op, spec, c) if volatile else steady.get(op)
+            if entry is not None:
+                mine[op] = entry
         if mine:
             chars[c.id] = mine
     ops: dict[str, Any] = {}
