@@ -129,6 +129,10 @@ class RuleTable:
     # `_affordances`).
     seen: dict[Any, frozenset[str]] = attrs.Factory(dict)
     per_char: dict[Any, tuple[Any, dict[str, Any]]] = attrs.Factory(dict)
+    # authorize's answers for a player, by (user, role of the op, argument,
+    # subject), with the owners it read (the die roll is never offered to
+    # a player, so `roll` is always None).
+    allowed: dict[Any, tuple[Any, bool]] = attrs.Factory(dict)
     # authorize_role's answers: all it reads is the viewer's role and the op's.
     roles: dict[tuple[str, str], bool] = attrs.Factory(dict)
 
@@ -163,6 +167,8 @@ class RuleTable:
                 del self.entries[key]
             for key in [k for k in self.per_char if k[1] not in chars]:
                 del self.per_char[key]
+            for key in [k for k in self.allowed if k[3] not in chars]:
+                del self.allowed[key]
         if room.users is not self.users:
             self.users_generation += 1
             self.users = room.users
@@ -208,9 +214,6 @@ class _Scan:
     seen: list[Character]  # characters the viewer sees, in character order
     seen_ids: frozenset[str]
     rules: RuleTable
-    # authorize's answers for this viewer, by (role of the op, subject): all
-    # it reads of the op is its role (the die roll is never offered to a player).
-    allowed: dict[Any, bool] = attrs.Factory(dict)
 
     @property
     def all_seeing(self) -> bool:
@@ -380,11 +383,18 @@ def subject(
         """This viewer's entry for `c`, or None when it is not theirs to send."""
         room, actor = scan.room, scan.actor
         if not actor.is_gm:
-            who = (spec.role, arg, c.id)
-            ok = scan.allowed.get(who)
-            if ok is None:
+            # authorize reads, of the op, its role; of the room, the owners
+            # of the subject and of its healer (UNTEND): kept while they are.
+            healer = room.characters.get(c.healer) if c.healer is not None else None
+            owners = (c.owner, None if healer is None else healer.owner)
+            who = (actor.user, spec.role, arg, c.id)
+            found = scan.rules.allowed.get(who)
+            if found is not None and found[0] == owners:
+                ok = found[1]
+            else:
                 a = _clean(spec, {arg: c.id})
-                ok = scan.allowed[who] = not _why(lambda: authorize(room, spec, a, actor, op))
+                ok = not _why(lambda: authorize(room, spec, a, actor, op))
+                scan.rules.allowed[who] = (owners, ok)
             if not ok:
                 return None  # not this viewer's to send: no button at all
         entry = scan.rules.entry((op, c.id), reads(scan.rules, c), lambda: rule(room, spec, c))
