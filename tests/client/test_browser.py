@@ -511,6 +511,59 @@ async def test_every_event_reads_the_same_on_the_page_as_in_python(
     assert page.js_errors == []
 
 
+def reasons_in(value: Any) -> list[dict[str, Any]]:
+    """Every reason (a dict with a `key`) inside some affordances."""
+    if isinstance(value, dict):
+        found = [value] if isinstance(value.get("key"), str) else []
+        return found + [r for v in value.values() for r in reasons_in(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in reasons_in(v)]
+    return []
+
+
+async def test_every_reason_and_action_reads_the_same_on_the_page_as_in_python(
+    browser: Any, table: LiveTable
+) -> None:
+    """The affordances' reasons and labels come from one table of texts too:
+    the page and `vtt-sync client actions` word them alike."""
+    import rules
+    from client_stub.events import TEXTS, EventText, Names
+    from rules.testing import Table
+
+    t = Table()
+    a = t.add("Aline", owner=t.p1, pp=0)
+    b = t.add("Bruno", owner=t.p2)
+    t.add("Liche", shown="hidden")
+    t.down(b)
+    t.do("combat_start", order=[b, a])
+    samples = [{"key": key} for key in TEXTS["reasons"]]
+    for v in (rules.Viewer(t.gm.user, "gm"), rules.Viewer(t.p1.user, "player")):
+        samples += reasons_in(rules.affordances(t.room, v))
+    state = t.room.to_dict()
+    names = Names()
+    names.update(state)
+    text = EventText(names)
+    expected = [[text.reason(r) for r in samples], [text.action(op) for op in TEXTS["actions"]]]
+    page = await open_page(browser, table.page("obs"))
+    said = await page.evaluate(
+        """async ([samples, state, ops]) => {
+          const m = await import("./event-text.js");
+          const known = new m.Names();
+          known.update(state);
+          const text = new m.EventText(await m.loadTexts(), known);
+          return [samples.map((r) => text.reason(r)), ops.map((op) => text.action(op))];
+        }""",
+        [
+            samples,
+            {"characters": state["characters"], "users": state["users"]},
+            list(TEXTS["actions"]),
+        ],
+    )
+    assert said == expected
+    assert "Aline is in a running combat and cannot rest (R4)" in said[0]
+    assert page.js_errors == []
+
+
 async def test_admin_page_creates_a_room_whose_gm_link_opens_it(
     browser: Any, table: LiveTable
 ) -> None:
