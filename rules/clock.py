@@ -191,7 +191,9 @@ def combat_end(ctx: Ctx) -> None:
 
 def check_end_turn(room: Room, actor: Actor, cid: str, round_: int | None) -> None:
     """T1: only the current combatant's turn can end (a `conflict`: that turn
-    is over, e.g. a second tab ended it already)."""
+    is over, e.g. a second tab ended it already). The reason names no
+    combatant nor round: the state shows them, and a reason that changed at
+    every turn would change every player's affordances at every turn."""
     combat = room.combat
     if combat is None:
         raise Conflict("no combat is running: that turn is already over", "turn_no_combat")
@@ -201,8 +203,6 @@ def check_end_turn(room: Room, actor: Actor, cid: str, round_: int | None) -> No
             f"it is {actor.name_of(current)}'s turn in round {combat.round}:"
             " that turn is already over",
             "not_the_turn",
-            current=current.id,
-            round=combat.round,
         )
 
 

@@ -97,21 +97,36 @@ def test_T1_end_turn_for_the_current_combatant_only():
     t.do("combat_start", order=[a, b])
     mine = affordances(t.room, viewer(t.p1))["chars"]
     assert mine[a]["end_turn"] == {"args": {"char": a}, "free": ["round"]}
-    assert mine[b]["end_turn"]["why"] == {"key": "not_the_turn", "current": a, "round": 1}
+    assert mine[b]["end_turn"]["why"] == {"key": "not_the_turn"}
     room = affordances(t.room, viewer(t.gm))["room"]
     assert room["combat_start"]["why"] == {"key": "combat_running"}
     assert "why" not in room["combat_end"]
 
 
 def test_a_reason_never_names_a_character_the_viewer_cannot_see():
-    """T1: the turn of a hidden combatant reads `current: null`."""
+    """L4: tending a patient whose healer is hidden reads `healer: null`."""
     t = Table()
     a = t.add("Aline", owner=t.p1)
+    b = t.add("Bruno", owner=t.p1)
     liche = t.add("Liche", shown="hidden")
-    t.do("combat_start", order=[liche, a])
-    why = affordances(t.room, viewer(t.p1))["chars"][a]["end_turn"]["why"]
-    assert why == {"key": "not_the_turn", "current": None, "round": 1}
-    assert liche not in str(affordances(t.room, viewer(t.p1)))
+    t.stabilised(b)
+    t.do("tend", char=liche, patient=b)
+    t.do("rest", by=t.p1, char=a, kind="night")
+    why = affordances(t.room, viewer(t.p1))["chars"][a]["rest"]["why"]
+    assert why == {"key": "rest_already", "char": a, "rest": "night"}
+    try:
+        t.do("stop_rest", by=t.p1, char=a)
+        t.do("tend", by=t.p1, char=a, patient=b)
+    except Refused as refused:
+        mine = affordances(t.room, viewer(t.p1))
+        assert scrubbed(refused, t.room, t.p1) == {
+            "key": "tended_by_other",
+            "patient": b,
+            "healer": None,
+        }
+        assert liche not in str(mine)
+    else:
+        raise AssertionError("tending a tended patient was accepted")
     assert liche in affordances(t.room, viewer(t.gm))["chars"]
 
 
@@ -366,11 +381,8 @@ def test_one_table_of_texts_has_every_reason_and_action():
     a = t.add("Aline", owner=t.p1)
     t.do("combat_start", order=[a])
     text.names.update(t.room.to_dict())
-    assert text.reason({"key": "not_the_turn", "current": a, "round": 2}) == (
-        "it is Aline's turn in round 2"
-    )
-    assert text.reason({"key": "not_the_turn", "current": None, "round": 2}) == (
-        "it is the turn of a character you cannot see in round 2"
+    assert text.reason({"key": "tended_by_other", "patient": a, "healer": None}) == (
+        "Aline is already tended by a character you cannot see (one healer per patient)"
     )
     assert text.reason({"key": "stabilize_pp", "char": a, "cost": 2, "pp": 1}) == (
         "Aline needs 2 PP to stabilize and has 1 (S3)"
