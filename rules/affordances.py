@@ -136,6 +136,25 @@ class RuleTable:
     # authorize_role's answers: all it reads is the viewer's role and the op's.
     roles: dict[tuple[str, str], bool] = attrs.Factory(dict)
 
+    # Each role's ops, and those of them acting for a character (see ops_for).
+    role_ops: dict[str, Any] = attrs.Factory(dict)
+    # Each viewer's last affordances: unchanged parts are kept as the same objects.
+    last: dict[Any, dict[str, Any]] = attrs.Factory(dict)
+
+    def ops_for(self, actor: Actor) -> Any:
+        """The ops the actor's role may send (authorize_role), and those of
+        them that act for one character, with how to work each out."""
+        found = self.role_ops.get(actor.role)
+        if found is None:
+            allowed = [(op, spec) for op, spec in OPS.items() if self.role_allows(spec, actor, op)]
+            per_char = [
+                (op, spec, OFFERS[op].one, OFFERS[op].volatile)  # type: ignore[attr-defined]
+                for op, spec in allowed
+                if OFFERS[op].one  # type: ignore[attr-defined]
+            ]
+            found = self.role_ops[actor.role] = (allowed, per_char)
+        return found
+
     def role_allows(self, spec: OpSpec, actor: Actor, op: str) -> bool:
         key = (actor.role, spec.role)
         ok = self.roles.get(key)
@@ -599,12 +618,8 @@ def _affordances(
         seen_ids = table.seen[viewer.user]  # the same object: compares at once
     table.seen[viewer.user] = seen_ids
     scan = _Scan(room, actor, seen, seen_ids, table)
-    allowed = [(op, spec) for op, spec in OPS.items() if table.role_allows(spec, actor, op)]
-    per_char = [
-        (op, spec, OFFERS[op].one, OFFERS[op].volatile)  # type: ignore[attr-defined]
-        for op, spec in allowed
-        if OFFERS[op].one  # type: ignore[attr-defined]
-    ]
+    allowed, per_char = table.ops_for(actor)
+    last = table.last.get(viewer.user)
     chars: dict[str, dict[str, Any]] = {}
     for c in seen:
         # Everything the steady entries of this character read (RuleTable's
@@ -628,11 +643,32 @@ def _affordances(
             if entry is not None:
                 mine[op] = entry
         if mine:
-            chars[c.id] = mine
+            chars[c.id] = _same(last["chars"].get(c.id) if last else None, mine)
     ops: dict[str, Any] = {}
     for op, spec in allowed:
         if not OFFERS[op].one:  # type: ignore[attr-defined]
             entry = OFFERS[op](scan, op, spec).get(None)
             if entry is not None:
                 ops[op] = entry
-    return {"chars": chars, "room": ops, "undo": _undo(actor, undo)}
+    out = {"chars": chars, "room": ops, "undo": _undo(actor, undo)}
+    if last is not None:
+        out = {k: _same(last[k], v) for k, v in out.items()}
+        out = _same(last, out)
+    table.last[viewer.user] = out
+    return out
+
+
+def _same(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """`old` itself when `new` holds the same values (by identity, or equal
+    for plain ones): what is unchanged stays the same object, so that the
+    server's diff of two calls skips it at once."""
+    if old is None or len(old) != len(new):
+        return new
+    for key, value in new.items():
+        before = old.get(key, _MISSING)
+        if before is not value and (isinstance(value, dict) or before != value):
+            return new
+    return old
+
+
+_MISSING = object()
