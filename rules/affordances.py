@@ -11,10 +11,13 @@ working the rules out again, so a button is offered exactly when the server
 would accept its command.
 
 One source: every precondition asked here is the very function the op's
-handler (or `apply`'s own checks: `check_seen`, `authorize`, `check_alive`)
-calls before it changes anything, so an affordance cannot disagree with
-`apply`. The property test (tests/rules/test_affordances.py) sends each
-offered action and each refused one through `apply`.
+handler (or `apply`'s own checks: `authorize`, `check_alive`) calls before
+it changes anything, and what a viewer sees is rules/view.py's level (as in
+`apply`'s `check_seen`), so an affordance cannot disagree with `apply`. The
+property test (tests/rules/test_affordances.py) sends each offered action
+and each refused one through `apply`. The checks run once per room version
+for all viewers, and a `RuleTable` kept between versions redoes only what
+changed (the server keeps one per room).
 
 What a viewer's role can never send (a player's damage, anything an
 observer would send) is left out rather than listed as refused: the page
