@@ -131,7 +131,7 @@ class RuleTable:
     # entries of each character with the key of all they read (see
     # `_affordances`).
     seen: dict[Any, frozenset[str]] = attrs.Factory(dict)
-    per_char: dict[Any, tuple[Any, dict[str, Any]]] = attrs.Factory(dict)
+    per_char: dict[Any, tuple[Any, dict[str, Any], set[str]]] = attrs.Factory(dict)
     # authorize's answers for a player, by (user, role of the op, argument,
     # subject), with the owners it read (the die roll is never offered to
     # a player, so `roll` is always None).
@@ -631,18 +631,25 @@ def _affordances(
         healer = room.characters.get(c.healer) if c.healer is not None else None
         key = (c, table.patients, seen_ids, None if healer is None else healer.owner)
         found = table.per_char.get((viewer.user, c.id))
-        steady = found[1] if found is not None and found[0] == key else None
-        if steady is None:
-            steady = {}
+        if found is not None and found[0] == key:
+            steady, acts = found[1], found[2]
+        else:
+            # The steady entries, and which of the others this viewer may
+            # send at all (authorize reads only what the key holds).
+            steady, acts = {}, set()
             for op, spec, one, volatile in per_char:
-                if not volatile:
-                    entry = one(scan, op, spec, c)
-                    if entry is not None:
+                entry = one(scan, op, spec, c)
+                if entry is not None:
+                    if volatile:
+                        acts.add(op)
+                    else:
                         steady[op] = entry
-            table.per_char[(viewer.user, c.id)] = (key, steady)
+            table.per_char[(viewer.user, c.id)] = (key, steady, acts)
+        if not steady and not acts:
+            continue  # nothing this viewer may send for this character
         mine: dict[str, Any] = {}
         for op, spec, one, volatile in per_char:
-            entry = one(scan, op, spec, c) if volatile else steady.get(op)
+            entry = (one(scan, op, spec, c) if op in acts else None) if volatile else steady.get(op)
             if entry is not None:
                 mine[op] = entry
         if mine:
