@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from rules import clock, roster, stability, stabilizing, tracker
+from rules import clock, initiative, roster, stability, stabilizing, tracker
 from rules.context import Actor
 from rules.engine import (
     OPS,
@@ -498,6 +498,12 @@ def _may_stay_or_join(room: Room, c: Character) -> bool:
     return room.in_combat(c.id) or _may_join(room, c)
 
 
+def _rolls_initiative(room: Room, c: Character) -> bool:
+    if room.combat is None:
+        return _may_join(room, c)
+    return c.id in initiative.living_combatants(room)
+
+
 def _ok(check: Callable[[], None]) -> bool:
     try:
         check()
@@ -532,6 +538,12 @@ OFFERS: dict[str, Offer] = {
             room, "no combat is running: start one with combat_start"
         ),
         chars=("order", _may_stay_or_join),
+    ),
+    # T4: outside combat, the characters to start one with (those who may
+    # join); in a combat, its living combatants (who roll by default).
+    "roll_initiative": whole_room(
+        lambda room, actor: initiative.check_someone_rolls(room),
+        chars=("chars", _rolls_initiative),
     ),
     "advance_clock": whole_room(),
     "damage": subject(),

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from rules import abilities, clock, roster, stability, stabilizing, tracker
+from rules import abilities, clock, initiative, roster, stability, stabilizing, tracker
 from rules.context import Actor, Ctx
 from rules.damage import damage
 from rules.dice import Dice
@@ -26,10 +26,13 @@ from rules.validate import (
     ABILITY,
     ABILITY_SCORES,
     AMOUNT,
+    BONUSES,
     BOOL,
+    CHAR_IDS,
     CLOCK,
     CORRECTIONS,
     D20,
+    D20S,
     ID,
     LEVEL,
     NAME,
@@ -93,15 +96,19 @@ class Outcome:
     undoable: bool = True
 
 
-def _c(ctx: Ctx, a: dict[str, Any], key: str = "char"):
+def _c(ctx: Ctx, a: dict[str, Any], key: str = "char") -> Character:
     return ctx.edit(a[key])
 
 
 OPS: dict[str, OpSpec] = {
     "update_room": OpSpec(
-        {"name": optional(NAME), "round_seconds": optional(ROUND_SECONDS)},
+        {
+            "name": optional(NAME),
+            "round_seconds": optional(ROUND_SECONDS),
+            "skip_dead": optional(BOOL),
+        },
         G,
-        lambda ctx, a: roster.update_room(ctx, a["name"], a["round_seconds"]),
+        roster.update_room,
         check=roster.check_update_room,
     ),
     "add_user": OpSpec(
@@ -182,6 +189,12 @@ OPS: dict[str, OpSpec] = {
         chars=("order",),
         check=tracker.check_turn_arg,
         on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
+    ),
+    "roll_initiative": OpSpec(
+        {"chars": optional(CHAR_IDS), "bonus": optional(BONUSES), "rolls": optional(D20S)},
+        G,
+        initiative.roll_initiative,
+        chars=("chars", "bonus", "rolls"),
     ),
     "advance_clock": OpSpec(
         {"seconds": Arg(SECONDS), "from": optional(CLOCK)},
@@ -270,7 +283,9 @@ def _stop_rest(ctx: Ctx, a: dict[str, Any]) -> None:
 
 USER_OPS = frozenset(op for op, spec in OPS.items() if not spec.undoable)  # users and tokens
 LOG_OPS = frozenset({"undo"})  # the room core walks the log; `revert` decides what it restores
-ADMIN_OPS = frozenset({"create_room", "delete_room", "import_room"})  # server-wide
+ADMIN_OPS = frozenset(
+    {"create_room", "delete_room", "import_room", "reissue_gm_link"}
+)  # server-wide
 
 
 def authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: str) -> None:
@@ -324,13 +339,14 @@ def check_seen(room: Room, actor: Actor, cid: str) -> None:
 
 def _named(a: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     """The ids that the arguments `keys` name ("set.owner" looks inside `set`;
-    a list argument names each of its items; None names nobody)."""
+    a list argument names each of its items, a map each of its keys; None
+    names nobody)."""
     out: list[str] = []
     for key in keys:
         value: Any = a
         for part in key.split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, list):
+        if isinstance(value, list | dict):
             out.extend(value)
         elif value is not None:
             out.append(value)

@@ -4,6 +4,7 @@
 // browser never sends to the server; the WebSocket URL is derived from location.
 
 import { EventText, Names, formatClock, formatDuration, loadTexts } from "./event-text.js";
+import { confirmDialog, toast } from "./notices.js";
 import { VttSyncClient } from "./vtt-sync-client.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -15,6 +16,8 @@ const ABILITIES = ["str", "dex", "con", "int", "wis", "cha"];
 let client = null;
 const cards = new Map(); // char id -> card element
 let setupOrder = null; // GM's combat setup: [{id, on}]
+const initiativeBonus = {}; // GM's initiative bonus per character (T4), kept for re-rolls
+const ASK_ADVANCE_SECONDS = 3600; // an advance this long during a combat asks first
 const names = new Names(); // names by id, kept after people leave
 const patchEvents = new Map(); // version -> its events (history and live)
 const undone = new Set(); // versions undone since
@@ -34,6 +37,7 @@ const ERROR_TITLES = {
   bad_frame: "Bad message",
   internal: "Server trouble: try again",
   timeout: "No answer from the server",
+  expired: "Not sent",
 };
 
 // --- views -------------------------------------------------------------------
@@ -123,53 +127,55 @@ function remember(patch) {
 
 // --- notices -----------------------------------------------------------------
 
-function toast(kind, title, message, code = null) {
-  const box = el("div", `toast ${kind}`);
-  box.setAttribute("role", kind === "error" ? "alert" : "status");
-  if (code) box.dataset.code = code;
-  box.append(el("strong", "toast-title", title));
-  if (message) box.append(el("span", "toast-msg", message));
-  box.addEventListener("click", () => box.remove());
-  $("#errors").prepend(box);
-  while ($("#errors").children.length > 4) $("#errors").lastElementChild.remove();
-  setTimeout(() => box.remove(), kind === "error" ? 10000 : 4000);
-}
-
 function errorToast(code, message) {
   toast("error", ERROR_TITLES[code] ?? "Refused", message, code);
 }
 
-/** A modal question; resolves true when confirmed. `lines` are shown as a list. */
-function confirmDialog(title, lines, okLabel) {
-  const dialog = $("#confirm");
-  $("#confirm-title").textContent = title;
-  $("#confirm-body").replaceChildren(...lines.map((line) => el("li", null, line)));
-  $("#confirm-ok").textContent = okLabel;
-  return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
-    dialog.returnValue = "";
-    dialog.showModal();
-    $("#confirm-ok").focus();
-  });
+// A click while the server is unreachable waits (the top bar counts them)
+// this long at most; then, if it never left the page, it is dropped and
+// says so. One sent before the connection dropped waits for its answer:
+// the server may have applied it, and the retry's ack tells.
+// (a test shortens it through window.vttWaitExpiresMs)
+const WAIT_EXPIRES_MS = () => /** @type {any} */ (window).vttWaitExpiresMs ?? 30000;
+
+function showWaiting() {
+  const n = client ? client.pendingCommands.length : 0;
+  const pill = $("#waiting");
+  pill.hidden = n === 0 || client.connected;
+  pill.textContent = `${n} action${n === 1 ? "" : "s"} waiting`;
+  pill.title = "Sent when the server answers again; dropped if it does not come back soon";
 }
 
 async function run(op, args, button, resultBox = null) {
   if (!client) return null;
   if (button) button.disabled = true;
   const id = `${idPrefix}-${++idCounter}`;
+  const waited = !client.connected;
+  const expiry = setTimeout(() => client.withdraw(id), WAIT_EXPIRES_MS());
   try {
-    const ack = await client.command(op, args, { id });
+    const promise = client.command(op, args, { id });
+    showWaiting();
+    const ack = await promise;
     if (resultBox) showResult(resultBox, ack);
+    if (waited) toast("ok", "Done", `${opWords(op)}: applied once the server answered`);
     return ack;
   } catch (err) {
-    errorToast(err.code || "error", err.serverMessage || err.message);
+    if (err.code === "expired") {
+      errorToast("expired", `${opWords(op)}: the server did not answer in time; nothing changed`);
+    } else errorToast(err.code || "error", err.serverMessage || err.message);
     return null;
   } finally {
+    clearTimeout(expiry);
+    showWaiting();
     if (button) {
       button.disabled = false;
       if (client.state) render(); // what may be done now (the button's own state too)
     }
   }
+}
+
+function opWords(op) {
+  return String(op).replaceAll("_", " ").replace(/^./, (c) => c.toUpperCase());
 }
 
 /** What a command did, right where it was asked (a card): its events' sentences. */
@@ -340,7 +346,12 @@ function updateCard(card, id, c, state) {
   const stab = $(".stability", card);
   if (c.condition === "stable" && c.stable_since !== null && c.stable_since !== undefined) {
     stab.hidden = false;
-    stab.textContent = `stable ${formatDuration(state.clock - c.stable_since)} · ${c.stability_checks ?? 0}/8 checks`;
+    // L1: a Constitution check every hour of being stable, 8 at most
+    const done = c.stability_checks ?? 0;
+    const next = c.stable_since + 3600 * (done + 1) - state.clock;
+    stab.textContent =
+      `stable for ${formatDuration(state.clock - c.stable_since)} · ` +
+      `Constitution check ${done + 1} of 8 in ${formatDuration(Math.max(0, next))}`;
   } else stab.hidden = true;
   const dmg = Object.entries(c.ability_damage || {}).filter(([, v]) => v > 0);
   const abil = $(".ability-damage", card);
@@ -537,6 +548,8 @@ function renderCombat(state) {
         li.append(el("span", `badge small cond-${c.condition}`, c.condition));
         if (!numbersHidden(c)) li.append(el("span", "mini muted", `PV ${c.pv}/${c.pv_max}`));
       }
+      const init = state.initiative?.[id]; // the GM's only (T4)
+      if (init != null) li.querySelector(".cname").append(" ", el("span", "mini muted init", `init ${init}`));
       list.append(li);
     });
   }
@@ -546,9 +559,10 @@ function renderCombat(state) {
   endTurn.hidden = !combat || !currentChar || !mayEndTurn(current);
   endTurn.textContent = currentChar ? `End ${currentChar.name}'s turn` : "End turn";
   $("#combat-end").hidden = !roomAction("combat_end");
+  $("#combat-reroll").hidden = !combat || !roomAction("roll_initiative");
 
   const setup = $("#combat-setup");
-  setup.hidden = !roomAction("combat_start");
+  setup.hidden = !!combat || !affordances().room?.combat_start;
   if (!setup.hidden) renderSetup(state);
 }
 
@@ -556,7 +570,10 @@ function renderSetup(state) {
   const ids = Object.entries(state.characters || {})
     .sort(byTableOrder)
     .map(([id]) => id);
-  if (!setupOrder) setupOrder = ids.map((id) => ({ id, on: state.characters[id].condition !== "dead" }));
+  // who may join a combat: the server's offer of combat_start (its order's choices)
+  const start = affordances().room?.combat_start;
+  const joinable = new Set(start?.choices?.order ?? []);
+  if (!setupOrder) setupOrder = ids.map((id) => ({ id, on: joinable.has(id) }));
   setupOrder = setupOrder.filter((x) => ids.includes(x.id));
   for (const id of ids) if (!setupOrder.some((x) => x.id === id)) setupOrder.push({ id, on: true });
   const list = $("#combat-setup-list");
@@ -570,6 +587,14 @@ function renderSetup(state) {
       box.addEventListener("change", () => (x.on = box.checked));
       const label = el("label", "setup-name");
       label.append(box, document.createTextNode(` ${charName(x.id)}`));
+      const bonus = document.createElement("input");
+      bonus.type = "number";
+      bonus.className = "init-bonus";
+      bonus.placeholder = "+0";
+      bonus.title = "Initiative bonus (optional)";
+      bonus.setAttribute("aria-label", `Initiative bonus of ${charName(x.id)}`);
+      bonus.value = initiativeBonus[x.id] ?? "";
+      bonus.addEventListener("input", () => (initiativeBonus[x.id] = bonus.value));
       const up = el("button", "icon", "▲");
       up.type = "button";
       up.title = "Earlier";
@@ -580,10 +605,35 @@ function renderSetup(state) {
       down.title = "Later";
       down.disabled = i === setupOrder.length - 1;
       down.addEventListener("click", () => moveSetup(i, 1));
-      li.append(label, up, down);
+      li.append(label, bonus, up, down);
       return li;
     }),
   );
+  const canJoin = !!start && !start.why;
+  for (const btn of [$("#combat-start"), $("#combat-initiative")]) {
+    btn.disabled = !canJoin;
+    btn.title = canJoin || !start?.why ? "" : eventText.reason(start.why);
+  }
+}
+
+/** The bonus map roll_initiative takes, for `ids` (blank or 0 bonuses left out). */
+function bonusesFor(ids) {
+  const out = {};
+  for (const id of ids) {
+    const n = Number.parseInt(initiativeBonus[id] ?? "", 10);
+    if (Number.isInteger(n) && n !== 0) out[id] = n;
+  }
+  return out;
+}
+
+/** A clock advance of an hour or more during a combat asks first (rests,
+ * stability checks and deaths may fire mid-fight). */
+async function advanceClock(seconds, button) {
+  if (client.state.combat && seconds >= ASK_ADVANCE_SECONDS) {
+    const lines = [`Advancing ${formatDuration(seconds)} runs every timed rule in it (stability checks, rests) in the middle of the fight.`];
+    if (!(await confirmDialog("Combat is running: advance anyway?", lines, "Advance"))) return;
+  }
+  run("advance_clock", { seconds }, button);
 }
 
 function moveSetup(i, delta) {
@@ -595,6 +645,31 @@ function moveSetup(i, delta) {
 // --- the GM's table setup ------------------------------------------------------
 
 let setupOpened = false;
+let setupFolded = false;
+// Events of setting the table up; any other one (a clock advance, combat,
+// damage, a roll...) means play has started.
+const SETUP_KINDS = new Set(["character", "user", "room", "undo"]);
+
+/** Table setup, opened on arrival at an empty table, folds away once play
+ * starts (the first event that is not setting the table up), unless the GM
+ * is typing in it. Opened or closed by hand, it stays as the GM put it. */
+function foldSetupOnPlay(patch) {
+  const box = $("#setup");
+  if (setupFolded || box.hidden || !box.open) return;
+  if (!(patch.events || []).some((ev) => !SETUP_KINDS.has(ev.kind))) return;
+  if (box.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) return;
+  setupFolded = true;
+  box.open = false;
+}
+
+/** The folded setup's line says what the table holds. */
+function setupSummary(state) {
+  const people = Object.keys(state?.users || {}).length;
+  const chars = Object.keys(state?.characters || {}).length;
+  $("#setup-summary").textContent = $("#setup").open
+    ? "room, people and their links, characters"
+    : `${people} ${people === 1 ? "person" : "people"} · ${chars} character${chars === 1 ? "" : "s"} · open to change`;
+}
 
 function renderTableSetup(state) {
   const box = $("#setup");
@@ -604,10 +679,12 @@ function renderTableSetup(state) {
     setupOpened = true; // open it once on arrival when the table is still empty
     box.open = Object.keys(state.characters || {}).length === 0;
   }
+  setupSummary(state);
   const form = $("#room-form");
   if (!form.contains(document.activeElement)) {
     form.name.value = state.name ?? "";
     form.round_seconds.value = String(state.round_seconds ?? 6);
+    form.skip_dead.checked = state.skip_dead ?? true;
   }
   const people = Object.entries(state.users || {});
   $("#people").replaceChildren(
@@ -674,16 +751,36 @@ function foreignHost(url, where) {
   }
 }
 
+// Where invitation links point: the server's public address (links.json,
+// its --public-url) when it has one, else this page's own address.
+let publicPage = null;
+let publicPageRead = Promise.resolve();
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1", "0.0.0.0"]);
+
+async function loadPublicPage() {
+  try {
+    const r = await fetch(new URL("links.json", location.href), { cache: "no-store" });
+    const page = r.ok ? (await r.json()).page : null;
+    publicPage = typeof page === "string" && /^https?:\/\//.test(page) ? page : null;
+  } catch {
+    publicPage = null; // an older server, or a page served elsewhere: our own address
+  }
+}
+
 function linkFor(token) {
   const params = new URLSearchParams(location.hash.slice(1));
   const next = new URLSearchParams({ room: client.room, token });
   if (params.get("ws")) next.set("ws", params.get("ws"));
+  if (publicPage && !params.get("ws")) return `${publicPage}#${next}`;
   return `${location.origin}${location.pathname}#${next}`;
 }
 
-function showLink(who, token) {
+async function showLink(who, token) {
+  await publicPageRead; // links.json answered (or failed) before the first link is made
   $("#link-who").textContent = who;
   $("#link-url").value = linkFor(token);
+  // A link on 127.0.0.1 opens nothing on a friend's machine: say so.
+  $("#link-local").hidden = Boolean(publicPage) || !LOOPBACK_HOSTS.has(location.hostname);
   $("#link-box").hidden = false;
   $("#link-url").select();
 }
@@ -709,6 +806,7 @@ function wireTableSetup() {
     const round = Number.parseInt(form.round_seconds.value, 10);
     if (name && name !== state.name) args.name = name;
     if (Number.isFinite(round) && round !== state.round_seconds) args.round_seconds = round;
+    if (form.skip_dead.checked !== (state.skip_dead ?? true)) args.skip_dead = form.skip_dead.checked;
     if (!Object.keys(args).length) return toast("ok", "Nothing changed", "");
     run("update_room", args, ev.submitter);
   });
@@ -723,6 +821,10 @@ function wireTableSetup() {
     }
   });
   $("#link-copy").addEventListener("click", copyLink);
+  $("#setup").addEventListener("toggle", () => setupSummary(client?.state));
+  $("#setup summary").addEventListener("click", () => {
+    setupFolded = true; // the GM's own choice from now on
+  });
   $("#people").addEventListener("click", async (ev) => {
     const btn = ev.target.closest("button[data-action]");
     if (!btn) return;
@@ -905,6 +1007,7 @@ function eventItem(ev, patch) {
 /** Newest patch first; the events of one patch in their order. */
 function addPatch(patch) {
   names.update(client.state); // the state already holds the patch: names of newcomers
+  patch.events = (patch.events || []).map((ev) => eventText.complete(ev, patch.ops));
   remember(patch);
   const events = patch.events || [];
   if (!events.length) return;
@@ -918,6 +1021,7 @@ function addPatch(patch) {
 }
 
 function setStatus(status, detail) {
+  showWaiting();
   const pill = $("#status");
   pill.dataset.status = status;
   const labels = {
@@ -955,14 +1059,14 @@ function wireControls() {
     if (action === "advance") {
       const raw = btn.dataset.seconds;
       const seconds = raw === "round" ? client.state.round_seconds || 6 : Number(raw);
-      run("advance_clock", { seconds }, btn);
+      advanceClock(seconds, btn);
     } else if (action === "advance-custom") {
       const seconds = Number.parseInt($("#advance-seconds").value, 10);
       if (!Number.isFinite(seconds) || seconds <= 0) {
         errorToast("invalid_args", "Enter a number of seconds above 0.");
         return;
       }
-      run("advance_clock", { seconds }, btn);
+      advanceClock(seconds, btn);
     } else if (action === "queue_rolls") {
       const rolls = $("#queue-rolls")
         .value.split(/[\s,;]+/)
@@ -989,6 +1093,18 @@ function wireControls() {
       return;
     }
     run("combat_start", { order }, ev.currentTarget);
+  });
+  $("#combat-initiative").addEventListener("click", (ev) => {
+    const chars = (setupOrder || []).filter((x) => x.on).map((x) => x.id);
+    if (!chars.length) {
+      errorToast("invalid_args", "Tick at least one combatant.");
+      return;
+    }
+    run("roll_initiative", { chars, bonus: bonusesFor(chars) }, ev.currentTarget);
+  });
+  $("#combat-reroll").addEventListener("click", (ev) => {
+    const chars = roomAction("roll_initiative")?.choices?.chars ?? []; // who rolls now (the server says)
+    run("roll_initiative", { chars, bonus: bonusesFor(chars) }, ev.currentTarget);
   });
   wireTableSetup();
 }
@@ -1054,9 +1170,10 @@ async function start() {
     return;
   }
   client = new VttSyncClient({ url, token, room });
-  window.vttClient = client; // for debugging and tests (the token is not enumerable)
+  /** @type {any} */ (window).vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);
   client.on("patch", addPatch); // before "state": a card's result finds its events
+  client.on("patch", foldSetupOnPlay);
   client.on("state", render);
   let backfilled = false;
   client.on("welcome", () => {
@@ -1066,7 +1183,10 @@ async function start() {
       const feed = $("#feed");
       const shown = new Set($$("li.event", feed).map((li) => li.dataset.v));
       const block = document.createDocumentFragment();
-      for (const patch of patches) remember(patch);
+      for (const patch of patches) {
+        patch.events = (patch.events || []).map((ev) => eventText.complete(ev, patch.ops));
+        remember(patch);
+      }
       for (const patch of [...patches].reverse()) {
         if (shown.has(String(patch.v))) continue;
         for (const ev of patch.events || []) block.append(eventItem(ev, patch));
@@ -1078,6 +1198,7 @@ async function start() {
   });
   client.on("error", (frame) => errorToast(frame.code || "error", frame.message || ""));
   wireControls();
+  publicPageRead = loadPublicPage(); // for the invitation links; they are made later
   window.addEventListener("online", () => client.retryNow());
   $("#app").hidden = false;
   client.connect().catch(() => {

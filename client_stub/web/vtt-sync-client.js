@@ -25,6 +25,7 @@ export const CLOSE_CODES = Object.freeze({
   shutdown: 1001,
   policy: 1008,
   too_big: 1009,
+  internal: 1011,
   service_restart: 1012,
   too_slow: 1013,
   redirect: 4302,
@@ -113,7 +114,14 @@ export class VttSyncClient {
    * @param {object} opts
    * @param {string} opts.url     ws:// or wss:// URL of the server
    * @param {string} opts.token   the user's secret (sent in the hello only)
-   * @param {string} [opts.room]  room id (omit for the admin session)
+   * @param {string|null} [opts.room]  room id (omit for the admin session)
+   * @param {boolean} [opts.reconnect]  retry after a non-final close (default true)
+   * @param {number} [opts.backoffInitial]  first retry delay, ms (default 200)
+   * @param {number} [opts.backoffMax]  longest retry delay, ms (default 10000)
+   * @param {number} [opts.backoffFactor]  delay growth per failed attempt (default 2)
+   * @param {number} [opts.helloTimeout]  ms to wait for the welcome (default 10000)
+   * @param {string|null} [opts.idPrefix]  prefix of command ids (default: random)
+   * @param {typeof WebSocket} [opts.WebSocketImpl]  the WebSocket class (default: the global one)
    */
   constructor({
     url,
@@ -141,7 +149,14 @@ export class VttSyncClient {
     this.status = "idle"; // idle, connecting, connected, disconnected, failed, closed
     this.connections = 0;
     this.failure = null;
-    Object.defineProperty(this, "_token", { value: token, enumerable: false });
+    /** @type {string} the secret: not enumerable, so it never shows in a dump of the client */
+    this._token = undefined;
+    Object.defineProperty(this, "_token", {
+      value: token,
+      enumerable: false,
+      writable: false,
+      configurable: false,
+    });
     this._WS = WebSocketImpl;
     this._prefix = idPrefix || randomPrefix();
     this._counter = 0;
@@ -342,7 +357,7 @@ export class VttSyncClient {
       return Promise.reject(new CommandError("frame_too_big", "frame over 64 KiB", cid));
     }
     return new Promise((resolve, reject) => {
-      const pending = { frame, resolve, reject, timer: null };
+      const pending = { frame, resolve, reject, timer: null, sent: false };
       if (timeout) {
         pending.timer = setTimeout(() => {
           this._pending.delete(cid);
@@ -350,8 +365,22 @@ export class VttSyncClient {
         }, timeout);
       }
       this._pending.set(cid, pending);
-      if (this.connected) this._send(frame);
+      if (this.connected) pending.sent = this._send(frame);
     });
+  }
+
+  /** Take back a command still waiting that never left this client (sent
+   * while the server was unreachable): it rejects with code "expired" and
+   * is never sent, so the server certainly did not apply it. Returns false
+   * (and keeps waiting) for a command already sent once: the server may
+   * have applied it, and its retry after the reconnection tells. */
+  withdraw(id) {
+    const p = this._pending.get(id);
+    if (!p || p.sent) return false;
+    this._pending.delete(id);
+    clearTimeout(p.timer);
+    p.reject(new CommandError("expired", "not sent: the server was unreachable", id));
+    return true;
   }
 
   /** The last `count` patches before the current version (for an event log
@@ -404,7 +433,7 @@ export class VttSyncClient {
     this._setStatus("connected", `${this.user} (${this.role})`);
     this._emit("welcome", frame);
     this._settle.resolve(this);
-    for (const p of this._pending.values()) this._send(p.frame);
+    for (const p of this._pending.values()) p.sent = this._send(p.frame) || p.sent;
   }
 
   _reset(state, v) {

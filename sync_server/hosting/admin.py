@@ -1,5 +1,6 @@
 """Admin commands: create_room and delete_room (PROTOCOL.md, Operations,
-role A), and import_room (a room file, in parts: docs/protocol.md).
+role A), import_room (a room file, in parts: docs/protocol.md), and
+reissue_gm_link (a new token for a GM who lost their link).
 
 They touch no room state, so they are the server's own (the rules engine only
 builds a new room's initial state with `new_room`). One at a time, in
@@ -17,82 +18,37 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 
 import rules
+from rules.catalog import op_args
+from rules.errors import InvalidArgs
+from rules.validate import check_args
 from sync_server.core.auth import RecentTokens, hash_token, new_token
-from sync_server.core.limits import (
-    IMPORT_CHUNK_CHARS,
-    IMPORT_IDLE_SECONDS,
-    MAX_IMPORT_PARTS,
-    MAX_ROOM_NAME,
-    Limits,
-)
+from sync_server.core.limits import IMPORT_IDLE_SECONDS, Limits
 from sync_server.hosting.clock import Clock, SystemClock
-from sync_server.hosting.rooms import Rooms, valid_room_id
+from sync_server.hosting.rooms import Rooms
 from sync_server.ops.metrics import Metrics
-from sync_server.storage import AdminRecord, Storage, StorageError, transfer
+from sync_server.storage import AdminRecord, Storage, TokenInUse, transfer
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
 
 ADMIN_USER = "admin"
 
-# Argument specs: name -> (required, checker).
-_ARGS: dict[str, dict[str, tuple[bool, str]]] = {
-    "create_room": {"room": (True, "room"), "name": (True, "name"), "gm_name": (False, "name")},
-    "delete_room": {"room": (True, "room")},
-    "import_room": {
-        "room": (True, "room"),
-        "upload": (True, "upload"),
-        "part": (True, "part"),
-        "parts": (True, "parts"),
-        "data": (True, "data"),
-        "replace": (False, "flag"),
-    },
-}
-
-# An upload id: chosen by the client, like a command id.
-MAX_UPLOAD_ID = 64
-
 
 def _check_args(op: str, args: Any) -> tuple[str, str] | None:
-    """invalid_args for missing, extra or mistyped arguments, else None."""
-    if args is None:
-        args = {}
-    if type(args) is not dict:
-        return ("invalid_args", "args must be a map")
-    spec = _ARGS[op]
-    extra = sorted(set(args) - set(spec))
-    if extra:
-        return ("invalid_args", f"unknown argument(s) for {op}: {', '.join(extra)}")
-    for key, (required, kind) in spec.items():
-        if key not in args:
-            if required:
-                return ("invalid_args", f"{op} needs {key!r}")
-            continue
-        value = args[key]
-        if kind == "room" and not valid_room_id(value):
-            return ("invalid_args", f"{key} must be 1-64 letters, digits, '_', '-' or '.'")
-        if kind == "name" and not (
-            isinstance(value, str) and len(value.strip()) > 0 and len(value) <= MAX_ROOM_NAME
-        ):
-            return ("invalid_args", f"{key} must be a non-empty string of at most {MAX_ROOM_NAME}")
-        if kind == "upload" and not (isinstance(value, str) and 0 < len(value) <= MAX_UPLOAD_ID):
-            return ("invalid_args", f"{key} must be a string of 1 to {MAX_UPLOAD_ID} characters")
-        if kind in ("part", "parts"):
-            lo = 0 if kind == "part" else 1
-            hi = MAX_IMPORT_PARTS - 1 if kind == "part" else MAX_IMPORT_PARTS
-            if type(value) is not int or not lo <= value <= hi:
-                return ("invalid_args", f"{key} must be an integer {lo}..{hi}")
-        if kind == "data" and not (isinstance(value, str) and 0 < len(value) <= IMPORT_CHUNK_CHARS):
-            return ("invalid_args", f"{key} must be 1 to {IMPORT_CHUNK_CHARS} characters")
-        if kind == "flag" and type(value) is not bool:
-            return ("invalid_args", f"{key} must be true or false")
-    if op == "import_room" and args["part"] >= args["parts"]:
+    """invalid_args for missing, extra or mistyped arguments, else None: the
+    same checker and kinds as every room op (rules/catalog.py holds the
+    admin ops' arguments), and the one rule a kind cannot say alone."""
+    try:
+        clean = check_args(op, op_args(op), {} if args is None else args)
+    except InvalidArgs as exc:
+        return ("invalid_args", exc.message)
+    if op == "import_room" and clean["part"] >= clean["parts"]:
         return ("invalid_args", "part must be below parts")
     return None
 
@@ -115,6 +71,7 @@ class Admin:
         clock: Clock | None = None,
         token_source: Callable[[], str] = new_token,
         limits: Limits | None = None,
+        room_command: Callable[..., Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.storage = storage
         self.rooms = rooms
@@ -125,6 +82,8 @@ class Admin:
         self._lock = asyncio.Lock()
         self.limits = limits or Limits()
         self._upload: _Upload | None = None
+        # Runs a room command as one of its users (Server.room_command).
+        self.room_command = room_command
 
     async def execute(self, cmd_id: str, op: Any, args: Any) -> dict[str, Any]:
         """Run one admin command; returns the ack or error frame."""
@@ -164,6 +123,8 @@ class Admin:
                 return await self._create_room(cmd_id, args)
             if op == "import_room":
                 return await self._import_part(cmd_id, args)
+            if op == "reissue_gm_link":
+                return await self._reissue_gm_link(cmd_id, args)
             return await self._delete_room(cmd_id, args)
         except transfer.BadRoomFile as exc:
             return protocol.error("invalid_args", f"the room file is refused: {exc}", cmd_id)
@@ -196,6 +157,28 @@ class Admin:
         log.info("room %s deleted", room_id)
         return protocol.ack(cmd_id, {"room": room_id})
 
+    async def _reissue_gm_link(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The GM's `rotate_token`, run in the room as that GM (so it is in
+        the room's log, ends the GM's sessions, and its retry under the same
+        id gets the same token back from the room's deduplication)."""
+        room_id = args["room"]
+        host = await self.rooms.get(room_id)
+        if host is None or self.room_command is None:
+            return protocol.error("not_found", f"no room {room_id!r} on this server", cmd_id)
+        users = host.state.get("users", {})
+        gms = [uid for uid, u in users.items() if u.get("role") == "gm"]
+        gm = args.get("user") or (gms[0] if gms else None)
+        if gm not in gms:
+            return protocol.error("not_found", f"room {room_id!r} has no GM {gm!r}", cmd_id)
+        frame = await self.room_command(
+            room_id, gm, "rotate_token", {"user": gm}, cmd_id=f"admin-{cmd_id}"
+        )
+        if frame.get("t") != "ack":
+            return protocol.error(frame.get("code", "internal"), frame.get("message", ""), cmd_id)
+        log.info("room %s: a new link for its GM %s", room_id, gm)
+        token = frame["result"]["token"]
+        return protocol.ack(cmd_id, {"room": room_id, "user": gm, "gm_token": token})
+
     # --- import_room ------------------------------------------------------
 
     async def _import_part(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -216,7 +199,10 @@ class Admin:
                 )
             if await self.rooms.has(room) and not replace:
                 return protocol.error(
-                    "conflict", f"room {room!r} already exists (replace it with replace)", cmd_id
+                    "conflict",
+                    f"room {room!r} already exists: to replace it, import again with replace "
+                    "(vtt-sync admin import FILE --replace)",
+                    cmd_id,
                 )
             up = self._upload = _Upload(upload_id, room, parts, replace, now)
         if (room, parts, replace) != (up.room, up.parts, up.replace):
@@ -260,7 +246,12 @@ class Admin:
         record = AdminRecord(cmd_id, "import_room", args, stored, self.clock.time())
         exists = await self.rooms.has(dump.room)
         if exists and not up.replace:
-            return protocol.error("conflict", f"room {dump.room!r} already exists", cmd_id)
+            return protocol.error(
+                "conflict",
+                f"room {dump.room!r} already exists: to replace it, import again with replace "
+                "(vtt-sync admin import FILE --replace)",
+                cmd_id,
+            )
 
         async def store() -> None:
             await self.storage.import_room(dump, record, replace=up.replace)
@@ -271,10 +262,8 @@ class Admin:
             else:
                 await store()
                 self.rooms.created(dump.room)
-        except StorageError as exc:
-            if "already used" in str(exc):
-                return protocol.error("conflict", str(exc), cmd_id)
-            raise
+        except TokenInUse as exc:
+            return protocol.error("conflict", str(exc), cmd_id)
         log.info(
             "room %s imported at v%d (%d versions, tokens %s)%s",
             dump.room,

@@ -1,4 +1,6 @@
-"""Admin over plain HTTP: `GET /admin/export?room=ROOM` (the room file).
+"""Admin over plain HTTP: `GET /admin/export?room=ROOM` (the room file) and
+`GET /admin/rooms` (every room: name, version, last activity, who is
+connected), both read-only; what changes rooms is WebSocket admin ops.
 
 Why HTTP for the export when the other admin commands are WebSocket ops: a
 room file can be tens of megabytes, a frame from the server should stay
@@ -19,19 +21,21 @@ import json
 import logging
 import urllib.parse
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from websockets.http11 import Request, Response
 
+from rules.catalog import valid_room_id
 from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.ratelimit import Buckets
 from sync_server.hosting.clock import Clock
-from sync_server.hosting.rooms import valid_room_id
 from sync_server.hosting.web import response
 from sync_server.storage import RoomDump, transfer
 
 log = logging.getLogger(__name__)
 
 EXPORT_PATH = "/admin/export"
+ROOMS_PATH = "/admin/rooms"
 _TRUE = ("1", "true", "yes")
 
 
@@ -49,11 +53,13 @@ class AdminHttp:
         export_room: Callable[[str], Awaitable[RoomDump | None]],
         failures: Buckets | None,
         clock: Clock,
+        room_list: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
     ) -> None:
         self.admin_hash = admin_hash
         self.export_room = export_room
         self.failures = failures
         self.clock = clock
+        self.room_list = room_list
 
     def _authorized(self, request: Request, peer: str) -> Response | None:
         """None if the request carries the admin token, else the refusal."""
@@ -79,11 +85,15 @@ class AdminHttp:
         )
 
     async def handle(self, path: str, query: str, request: Request, peer: str) -> Response:
-        if path != EXPORT_PATH:
+        if path not in (EXPORT_PATH, ROOMS_PATH) or (path == ROOMS_PATH and not self.room_list):
             return _json_error(404, f"no admin endpoint {path}")
         refused = self._authorized(request, peer)
         if refused is not None:
             return refused
+        if path == ROOMS_PATH:
+            assert self.room_list is not None
+            body = (json.dumps({"rooms": await self.room_list()}) + "\n").encode()
+            return response(200, body, "application/json")
         params = urllib.parse.parse_qs(query)
         room = (params.get("room") or [""])[0]
         if not valid_room_id(room):

@@ -21,7 +21,7 @@ import logging
 import os
 import secrets
 import socket
-from typing import Any
+from typing import Any, cast
 
 from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
@@ -67,6 +67,16 @@ log = logging.getLogger(__name__)
 SERVER_HEADER = "vtt-sync"
 
 
+# Addresses that friends on other machines cannot use in a link.
+LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", ""})
+
+
+def page_base(ws_url: str) -> str:
+    """ws(s)://host[:port]/path -> http(s)://host[:port]/path/ (the page)."""
+    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    return base.split("#", 1)[0].split("?", 1)[0].rstrip("/") + "/"
+
+
 class Server:
     """One vtt-sync server."""
 
@@ -109,7 +119,13 @@ class Server:
             )
         )
         self.admin = Admin(
-            self.storage, self.rooms, self.metrics, self.tokens, self.clock, limits=self.limits
+            self.storage,
+            self.rooms,
+            self.metrics,
+            self.tokens,
+            self.clock,
+            limits=self.limits,
+            room_command=self.room_command,
         )
         self.sessions: set[Session] = set()
         # Admin sessions holding one of the admin slots (reserved at the
@@ -190,7 +206,7 @@ class Server:
             # Stable across restarts on this host and port (a restarted node
             # gets its rooms back at once); a free port (0) gets the pid.
             port = self.config.port or os.getpid()
-            self.leases.node_id = f"{socket.gethostname()}:{port}"  # type: ignore[misc]
+            self.leases.node_id = f"{socket.gethostname()}:{port}"
         try:
             await self.storage.open()
         except BaseException:
@@ -228,9 +244,14 @@ class Server:
             self.metrics.render,
             self.metrics.content_type,
             allowed_origins=self.config.allowed_origins,
+            links=self.links,
             trusted_proxies=self.config.trusted_proxies,
             admin=AdminHttp(
-                self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
+                self.admin_hash,
+                self.storage.export_room,
+                self._deps.hello_failures,
+                self.clock,
+                room_list=self.room_list,
             ).handle,
         )
         self._ws = await serve(
@@ -238,7 +259,7 @@ class Server:
             self.config.host,
             self.config.port,
             subprotocols=list(protocol.SUBPROTOCOLS),  # type: ignore[arg-type]
-            select_subprotocol=select_subprotocol,
+            select_subprotocol=cast(Any, select_subprotocol),  # codec stays websockets-free
             process_request=routes.process_request,
             # Frames are small and encoded once for everyone; per-connection
             # deflate would cost memory and CPU per client and defeat that.
@@ -263,7 +284,7 @@ class Server:
                         "cluster mode needs --public-url: the address clients reach this node at "
                         f"(it listens on every interface, {host})"
                     )
-                self.leases.public_url = self.url + "/"  # type: ignore[misc]
+                self.leases.public_url = self.url + "/"
             self.keeper.start()
             log.info(
                 "cluster node %s, public URL %s, leases of %g s",
@@ -288,6 +309,33 @@ class Server:
         if ":" in host:
             host = f"[{host}]"
         return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}"
+
+    @property
+    def page_url(self) -> str:
+        """The tracker page's address for links (ends with '/'): the public
+        URL's when set, else the address bound (https with TLS; a wildcard
+        address as 127.0.0.1, which only this machine reaches)."""
+        return page_base(self.config.public_url or self._bound_url())
+
+    @property
+    def links_local(self) -> bool:
+        """Whether the links name an address only this machine reaches: no
+        public URL, and a loopback or wildcard address bound."""
+        return self.config.public_url is None and self.config.host in LOOPBACK_OR_ANY
+
+    def _bound_url(self) -> str:
+        host = self.config.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}/"
+
+    def links(self) -> dict[str, Any]:
+        """`GET /links.json`: where links should point. `page` is null when
+        no public URL is set (the page then uses its own address)."""
+        public = self.config.public_url
+        return {"page": None if public is None else page_base(public)}
 
     @property
     def http_url(self) -> str:
@@ -379,6 +427,38 @@ class Server:
         }
 
     # --- in-process commands (CLI --demo, tests) -------------------------
+
+    async def room_list(self) -> list[dict[str, Any]]:
+        """The admin's list of rooms (`GET /admin/rooms`, `vtt-sync admin
+        rooms`): each room's id, name, version, last activity (the wall
+        time its head was written; null at version 0), creation time, and
+        who is connected to this server (user, name, role, sessions). A
+        room loaded here shows its live name; the others are not loaded."""
+        out = []
+        for summary in await self.storage.room_summaries():
+            host = self.rooms.hosts.get(summary.room)
+            users = host.state.get("users", {}) if host is not None else {}
+            name = host.state.get("name") if host is not None else summary.name
+            connected = [
+                {
+                    "user": uid,
+                    "name": users.get(uid, {}).get("name"),
+                    "role": users.get(uid, {}).get("role"),
+                    "sessions": n,
+                }
+                for uid, n in sorted(self.registry.users(summary.room).items())
+            ]
+            out.append(
+                {
+                    "room": summary.room,
+                    "name": name,
+                    "v": summary.v if host is None else max(summary.v, host.v),
+                    "last_activity": summary.last_activity,
+                    "created": summary.created,
+                    "connected": connected,
+                }
+            )
+        return out
 
     async def admin_command(
         self, op: str, args: dict[str, Any], cmd_id: str | None = None

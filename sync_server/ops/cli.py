@@ -176,6 +176,13 @@ async def _serve(
                     p = people[key]
                     print(f"  {p['role']:<8} {p['name']:<18} token {p['token']}")
                     print(f"           {page_url(srv, p['token'])}", flush=True)
+        out.say(f"page:       {srv.page_url}  (open a room's link)", event="page", url=srv.page_url)
+        out.say(f"admin page: {srv.page_url}admin.html  (create rooms with the admin token)")
+        if srv.links_local:
+            out.say(
+                "links name this machine only; for players elsewhere set --public-url "
+                "(the address they reach, e.g. wss://vtt.example/): docs/deploy.md"
+            )
         out.say(f"vtt-sync listening on {srv.url}", event="listening", url=srv.url)
         await stop.wait()
         if config.drain_seconds > 0:

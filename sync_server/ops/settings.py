@@ -227,8 +227,13 @@ def _show_dsn(dsn: str) -> str:
 
 
 def _ws_url(s: str) -> str:
+    """A ws:// or wss:// URL; the page's http(s):// address is taken too."""
+    if s.startswith("https://"):
+        s = "wss://" + s[len("https://") :]
+    elif s.startswith("http://"):
+        s = "ws://" + s[len("http://") :]
     if not s.startswith(("ws://", "wss://")):
-        raise ValueError(f"expected a ws:// or wss:// URL, got {s!r}")
+        raise ValueError(f"expected a ws:// or wss:// URL (or the page's https://), got {s!r}")
     return s
 
 
@@ -381,8 +386,9 @@ SETTINGS: tuple[Setting, ...] = (
             show=lambda v: "none (the address bound)" if v is None else v,
         ),
         None,
-        "cluster mode: this node's address for clients (redirects name it), "
-        "e.g. wss://node-2.example:8765/",
+        "the address players reach this server at, e.g. wss://vtt.example/ or "
+        "https://vtt.example/vtt/ behind a proxy: every link printed or shown uses it "
+        "(demo, create-room, invitations); cluster mode: this node's address in redirects",
         metavar="URL",
     ),
     _server(

@@ -22,12 +22,15 @@ from sync_server.storage import (
     PatchRow,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
+    TokenInUse,
     UndoTarget,
     VersionConflict,
     VersionRecord,
 )
+from sync_server.storage.base import name_after
 
 
 @attrs.define
@@ -164,6 +167,22 @@ class MemoryStorage:
                 return UndoTarget(v, rec.op, rec.user, copy.deepcopy(rec.inverse))
         return None
 
+    async def room_summaries(self) -> list[RoomSummary]:
+        out = []
+        for room, r in sorted(self._rooms.items()):
+            snap_v = max(r.snapshots)
+            renames = [
+                r.versions[v].args
+                for v in sorted(r.versions)
+                if v > snap_v and r.versions[v].op == "update_room"
+            ]
+            head = r.versions.get(r.head)
+            name = name_after(r.snapshots[snap_v].get("name"), copy.deepcopy(renames))
+            out.append(
+                RoomSummary(room, r.head, r.created, None if head is None else head.ts, name)
+            )
+        return out
+
     async def export_room(self, room: str) -> RoomDump | None:
         r = self._rooms.get(room)
         if r is None:
@@ -195,7 +214,7 @@ class MemoryStorage:
         for user, token_hash in dump.tokens.items():
             owner = self._tokens.get(token_hash)
             if owner is not None and owner[0] != room:
-                raise StorageError(
+                raise TokenInUse(
                     f"the token hash of user {user} is already used by {owner[1]} of room "
                     f"{owner[0]!r}: import without token hashes, or delete that room"
                 )
@@ -216,4 +235,11 @@ class MemoryStorage:
 
 
 def _row(rec: VersionRecord) -> PatchRow:
-    return PatchRow(rec.v, rec.cmd_id, rec.user, copy.deepcopy(rec.ops), copy.deepcopy(rec.events))
+    return PatchRow(
+        rec.v,
+        rec.cmd_id,
+        rec.user,
+        copy.deepcopy(rec.ops),
+        copy.deepcopy(rec.events),
+        copy.deepcopy(rec.views),
+    )

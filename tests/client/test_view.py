@@ -51,7 +51,7 @@ def test_roll_line_reads_as_a_sentence_with_die_mod_bonus_total_dc_outcome() -> 
     ev2 = {"kind": "roll", "char": "c1", "check": "constitution", "d20": 4, "mod": 0}
     ev2 |= {"bonus": 0, "total": 4, "dc": None, "outcome": "die", "hour": 2}
     assert format_event(ev2, STATE).plain == (
-        "Aline rolls Constitution (hour 2): d20 4 +0 = 4 (no DC) — dies"
+        "Aline rolls Constitution (hour 2): d20 4 +0 = 4 — dies (under 10)"
     )
 
 

@@ -227,14 +227,17 @@ def sends(op: str, entry: dict[str, Any], room, seen: list[str]):
         if op in ("combat_start", "set_order"):
             yield {**base, "order": seen[:1] or ["c9"]}, False, why
             return
+        if op == "roll_initiative" and why["key"].endswith("_nobody"):
+            return
         if op in ("remove_user", "rotate_token"):
             return
         yield base, False, why
         return
     choices = entry.get("choices", {})
-    if "order" in choices:
-        yield {**base, "order": choices["order"]}, True, None
-        return
+    for name in ("order", "chars"):  # a list of characters: all of them
+        if name in choices:
+            yield {**base, name: choices[name]}, True, None
+            return
     if not choices:
         yield base, True, None
     for name, values in choices.items():
@@ -280,10 +283,12 @@ def check_viewer(room, v: Viewer) -> int:
                     args["patient"] = next((o for o in seen if o != c.id), c.id)
                 sent += 1
                 assert refusal(room, op, args, actor) is not None, (v, op, args)
-        elif (not spec.chars or spec.chars[0] == "order") and op not in aff["room"]:
+        elif (not spec.chars or spec.chars[0] in ("order", "chars")) and op not in aff["room"]:
             args = filled(op, {"args": {}, "free": list(spec.args)})
             if op in ("combat_start", "set_order"):
                 args["order"] = seen[:1] or ["c9"]
+            if op == "roll_initiative":
+                args["chars"] = seen[:1] or ["c9"]
             sent += 1
             assert refusal(room, op, args, actor) is not None, (v, op, args)
     # Undo: the GM's only (its target is the server's: tests/server).
@@ -357,7 +362,10 @@ def reason_keys() -> set[str]:
     """Every reason key the rules can give: the keys their refusals are
     raised with (read from the source), and the affordances' own "nobody"."""
     keys = {"first_aid_nobody", "tend_nobody"}
-    keys |= {f"{op}_nobody" for op in ("combat_start", "set_order", "remove_user", "rotate_token")}
+    keys |= {
+        f"{op}_nobody"
+        for op in ("combat_start", "set_order", "remove_user", "rotate_token", "roll_initiative")
+    }
     for path in pathlib.Path(rules.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (

@@ -217,6 +217,13 @@ class Example:
             # the fresh session that the end-state checks need.
             if args.get("user") == self.watcher.user:
                 self.watcher_revoked = True
+        if op == "reissue_gm_link" and isinstance(args, dict) and args.get("room") == self.room:
+            gm = (reply.get("result") or {}).get("user")  # its token rotated: its sessions end
+            for key, c in self.clients.items():
+                if c.user == gm and c.role != "admin":
+                    self.closing_ok[key].add(4403)
+            if gm == self.watcher.user:
+                self.watcher_revoked = True
         if op == "delete_room" and isinstance(args, dict) and args.get("room") == self.room:
             self.deleted_room = True
             for key, c in self.clients.items():
@@ -364,6 +371,9 @@ def plausible_values(users: list[str], chars: list[str]) -> dict[str, st.SearchS
         "rolls": st.lists(st.integers(min_value=0, max_value=21), max_size=4),
         "roll": st.integers(min_value=0, max_value=21),
         "order": st.lists(char, min_size=1, max_size=3),
+        "chars": st.lists(char, min_size=1, max_size=3),
+        "bonus": st.dictionaries(char, st.integers(min_value=-3, max_value=3), max_size=2),
+        "skip_dead": st.booleans(),
         "round": st.integers(min_value=0, max_value=3),
         "name": name,
         "gm_name": name,
@@ -389,8 +399,9 @@ def plausible_values(users: list[str], chars: list[str]) -> dict[str, st.SearchS
 ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "create_room": (("room", "name"), ("gm_name",)),
     "delete_room": (("room",), ()),
+    "reissue_gm_link": (("room",), ("user",)),
     "import_room": (("room", "upload", "part", "parts", "data"), ("replace",)),
-    "update_room": ((), ("name", "round_seconds")),
+    "update_room": ((), ("name", "round_seconds", "skip_dead")),
     "add_user": (("name", "role"), ()),
     "remove_user": (("user",), ()),
     "rotate_token": (("user",), ()),
@@ -404,6 +415,7 @@ ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "combat_end": ((), ()),
     "end_turn": (("char",), ("round",)),
     "set_order": (("order",), ("turn",)),
+    "roll_initiative": ((), ("chars", "bonus")),
     "advance_clock": (("seconds",), ("from",)),
     "damage": (("char", "amount"), ("nonlethal", "pv_only")),
     "heal": (("char", "amount"), ("stabilize",)),
@@ -431,6 +443,7 @@ COMBAT_OPS = (
     "advance_clock",
     "end_turn",
     "combat_start",
+    "roll_initiative",
     "rest",
     "tend",
 )

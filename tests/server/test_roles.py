@@ -25,6 +25,7 @@ ROLE_TABLE: list[tuple[str, Any, str]] = [
     ("combat_start", lambda t: {"order": [t.chars["c_p1"], t.chars["c_p2"]]}, "G"),
     ("combat_end", lambda t: {}, "G"),
     ("set_order", lambda t: {"order": [t.chars["c_p2"], t.chars["c_p1"]]}, "G"),
+    ("roll_initiative", lambda t: {"chars": [t.chars["c_p1"], t.chars["c_p2"]]}, "G"),
     ("advance_clock", lambda t: {"seconds": 60}, "G"),
     ("damage", lambda t: {"char": t.chars["c_p1"], "amount": 1}, "G"),
     ("heal", lambda t: {"char": t.chars["c_p1"], "amount": 1}, "G"),
@@ -42,6 +43,7 @@ ROLE_TABLE: list[tuple[str, Any, str]] = [
     ("untend", lambda t: {"patient": t.chars["c_p1"]}, "U"),
     ("create_room", lambda t: {"room": "other", "name": "Other"}, "A"),
     ("delete_room", lambda t: {"room": t.room}, "A"),
+    ("reissue_gm_link", lambda t: {"room": t.room}, "A"),
     (
         "import_room",
         lambda t: {"room": "imp", "upload": t.room, "part": 0, "parts": 2, "data": "{"},

@@ -23,6 +23,7 @@ from sync_server.storage import (
     RoomExists,
     Storage,
     StorageError,
+    TokenInUse,
     VersionConflict,
     VersionRecord,
     replay,
@@ -339,7 +340,7 @@ async def test_import_refuses_a_token_hash_of_another_room(store: Storage) -> No
     await _undo_room(store)
     dump = await store.export_room("r1")
     moved = attrs.evolve(dump, room="r9")
-    with pytest.raises(StorageError, match="already used"):
+    with pytest.raises(TokenInUse, match="already used"):
         await store.import_room(moved, AdminRecord("imp", "import_room", {}, {}, 0))
     assert await store.room_ids() == {"r1"} and await store.admin_result("imp") is None
     assert await store.export_room("nope") is None
@@ -356,3 +357,21 @@ async def test_an_export_is_the_callers_own(store: Storage) -> None:
     dump.versions[0].ops.append(["set", ["x"], 1])
     again = await store.export_room("r1")
     assert again.snapshot["name"] == "Room" and ["set", ["x"], 1] not in again.versions[0].ops
+
+
+async def test_room_summaries_list_every_room_without_loading_it(store: Storage) -> None:
+    """The admin's list: id, head, creation, when the head was written, and
+    the name, a rename after the latest snapshot included."""
+    await make_room(store, "r1")
+    await make_room(store, "r2", token="gm-token-2")
+    await store.commit("r1", [record(1, ts=50.0)], None, 0)
+    rename = record(2, op="update_room", args={"name": "Thursday"}, ts=60.0)
+    await store.commit("r1", [rename], None, 1)
+    found = {s.room: s for s in await store.room_summaries()}
+    assert set(found) == {"r1", "r2"}
+    assert (found["r1"].v, found["r1"].last_activity, found["r1"].name) == (2, 60.0, "Thursday")
+    assert (found["r2"].v, found["r2"].last_activity, found["r2"].name) == (0, None, "Room")
+    assert found["r2"].created > 0
+    await store.commit("r1", [record(3, ts=70.0)], (3, {"name": "Snap", "clock": 3}), 2)
+    found = {s.room: s for s in await store.room_summaries()}
+    assert (found["r1"].v, found["r1"].name) == (3, "Snap")  # the snapshot's, renames before it
