@@ -384,4 +384,7 @@ async def test_T4_roll_initiative_through_the_generic_cmd_path(table: LiveTable)
     assert state["initiative"] == {"c1": 14, "c2": 10, "c3": 19, "c4": 16}
     code, out, err = await run(table, "cmd", "roll_initiative", 'bonus={"c9": 1}')
     assert (code, out) == (1, "")
-    assert err == "vtt-sync client: refused (not_found): no character 'c9' in this room\n"
+    assert err == (
+        "vtt-sync client: refused (not_found): no character 'c9' in this room\n"
+        "vtt-sync client: what you may do now: vtt-sync client actions\n"
+    )
