@@ -820,6 +820,44 @@ def op_role(name: str) -> str:
     return role
 
 
+# PROTOCOL.md's order of refusal codes (the server's wire/protocol.py holds
+# the same tuple; tests/server/test_apidoc.py compares).
+ERROR_ORDER = (
+    "rate_limited", "bad_frame", "unknown_op", "invalid_args", "not_found", "forbidden",
+    "conflict", "rule", "internal",
+)  # fmt: skip
+
+
+def op_errors(name: str) -> list[tuple[str, str]]:
+    """Every refusal of an op, (code, when), in the order they are checked:
+    those the op table implies, then the catalog's own."""
+    spec = TABLE.get(name)
+    args = op_args(name)
+    role = op_role(name)
+    out: list[tuple[str, str]] = []
+    if args:
+        out.append(("invalid_args", "an argument is missing, unknown, mistyped or out of range"))
+    else:
+        out.append(("invalid_args", "any argument is given"))
+    if spec is not None and spec.chars:
+        names = ", ".join(f"`{c}`" for c in spec.chars)
+        out.append(("not_found", f"{names} names no character of the room"))
+    if spec is not None and spec.users:
+        names = ", ".join(f"`{u.split('.')[-1]}`" for u in spec.users)
+        out.append(("not_found", f"{names} names no user of the room"))
+    if role == "A":
+        out.append(("forbidden", "sent in a room session"))
+    else:
+        who = ROLE_TEXT[role]
+        out.append(
+            ("forbidden", f"the sender is not {who} (an observer or admin session never is)")
+        )
+    if spec is not None and spec.chars and not spec.on_dead:
+        out.append(("rule", "a character it names is dead (D6)"))
+    out.extend(OPS[name].errors)
+    return sorted(out, key=lambda e: ERROR_ORDER.index(e[0]))
+
+
 def describe_arg(arg: Arg) -> tuple[str, str]:
     """(required / optional with its default, the values it accepts)."""
     kind = arg.check

@@ -69,6 +69,28 @@ WRITE_LIMIT_BYTES = 64 * 1024
 # the socket (TCP back-pressure on a flooding client).
 MAX_INCOMING_QUEUE = 16
 
+# --- Commands over HTTP (the second door: docs/http.md) -------------------
+
+# The request line, headers and body of an HTTP request must all arrive in
+# this time, else 408: a socket that trickles bytes must not hold a slot.
+HTTP_REQUEST_TIMEOUT_SECONDS = 10.0
+
+# The first line of a request read to choose its door (WebSocket or HTTP
+# API); websockets' own bound on a request line, beyond which it refuses.
+MAX_REQUEST_LINE_BYTES = 8 * 1024
+
+# Request line and headers of an API request (h11's default): a tool's
+# request is a few hundred bytes.
+MAX_HTTP_HEAD_BYTES = 16 * 1024
+
+# A command's body is bounded like a command's frame: the same command, the
+# same bound, whichever door it comes through (413 past it).
+MAX_HTTP_BODY_BYTES = PROTOCOL_MAX_FRAME_BYTES
+
+# GET .../history: events of this many patches by default, and at most what
+# a room keeps in memory (RECENT_PATCHES_IN_MEMORY below).
+HISTORY_DEFAULT_LIMIT = 50
+
 # --- Rate limits (PROTOCOL.md, Transport; issue 5) ------------------------
 
 # Player and observer sessions: a human clicking buttons. 20/s sustained

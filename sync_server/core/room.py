@@ -770,6 +770,22 @@ class RoomCore:
             return out
         return None
 
+    def history(self, limit: int, viewer: rules.Viewer | None = None) -> list[dict[str, Any]]:
+        """The events of the last `limit` patches in memory that have some
+        for `viewer`, oldest first, each with its version and sender: what
+        a client's log shows. A viewer who does not see everything gets
+        each patch's events as they may see them (as `patches_after` does)."""
+        out: list[dict[str, Any]] = []
+        for patch, view in zip(reversed(self.recent), reversed(self.recent_views), strict=True):
+            if len(out) >= limit:
+                break
+            if view is not None and viewer is not None and not viewer.sees_all:
+                patch = view.render(viewer)
+            if patch["events"]:
+                out.append({"v": patch["v"], "by": patch["by"], "events": patch["events"]})
+        out.reverse()
+        return out
+
     def view(self, viewer: rules.Viewer | None) -> dict[str, Any]:
         """The state as `viewer` may see it, with what they may do now
         (`affordances`, unless Config.affordances is off); the state itself

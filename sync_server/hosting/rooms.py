@@ -78,6 +78,9 @@ class Command:
     reply: Callable[[dict[str, Any]], None]
     done: Callable[[], None] | None = None
     received: float = 0.0
+    # Told the stored patch and its view before the reply, for a sender that
+    # does not read the room's patches (the HTTP door answers with it).
+    patch_to: Callable[[dict[str, Any], Any], None] | None = None
 
     @property
     def op(self) -> Any:
@@ -130,13 +133,22 @@ class Delete:
 
 
 @attrs.define
+class Query:
+    """A read of the room as stored (between batches, never halfway through
+    one): `read(core)`'s value, or its exception, goes to `future`."""
+
+    read: Callable[[RoomCore], Any]
+    future: asyncio.Future[Any]
+
+
+@attrs.define
 class Barrier:
     """Resolved once every item queued before it is done (shutdown, tests)."""
 
     future: asyncio.Future[None]
 
 
-Item = Command | Join | Sync | Delete | Barrier
+Item = Command | Join | Sync | Query | Delete | Barrier
 
 
 @attrs.frozen
@@ -268,6 +280,8 @@ class RoomHost:
                         raise
                 elif isinstance(item, Sync):
                     self._sync(item)
+                elif isinstance(item, Query):
+                    self._query(item)
                 elif isinstance(item, Delete):
                     await self._delete(item)
                 elif isinstance(item, Barrier) and not item.future.done():
@@ -288,7 +302,7 @@ class RoomHost:
             item = self._items.popleft()
             if isinstance(item, Command):
                 self._answer(item, protocol.error(code, message, item.cmd_id), code)
-            elif isinstance(item, Join | Delete):
+            elif isinstance(item, Join | Delete | Query):
                 if not item.future.done():
                     item.future.set_exception(RoomClosed(self.room_id))
             elif isinstance(item, Barrier):
@@ -330,13 +344,19 @@ class RoomHost:
         """Perform the core's outputs in order; one failure (a sink, a
         callback) never skips the rest."""
         services = self.services
+        published: Publish | None = None
         for out in outputs:
             try:
-                if isinstance(out, Publish):
+                if isinstance(out, Publish):  # then the Answer of the command that made it
+                    published = out
                     services.bus.publish(self.room_id, out.patch, out.view)
                     services.metrics.patch()
                 elif isinstance(out, Answer):
-                    self._answer(items[out.index], out.frame, out.outcome)
+                    item = items[out.index]
+                    if published is not None and item.patch_to is not None:
+                        self._hand_patch(item, published)
+                    published = None
+                    self._answer(item, out.frame, out.outcome)
                 elif isinstance(out, CloseUsers):
                     for user in out.users:
                         services.registry.close_user(
@@ -352,6 +372,15 @@ class RoomHost:
                     self.lost(out.why, out.code)
             except Exception:
                 log.exception("room %s: carrying out %s failed", self.room_id, type(out).__name__)
+
+    def _hand_patch(self, item: Command, published: Publish) -> None:
+        """The sender's own patch, for a sender that reads no patches (HTTP);
+        a failure here never keeps its answer from going out."""
+        assert item.patch_to is not None
+        try:
+            item.patch_to(published.patch, published.view)
+        except Exception:
+            log.exception("room %s: the patch of %s not handed over", self.room_id, item.cmd_id)
 
     def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
         try:
@@ -418,6 +447,20 @@ class RoomHost:
         finally:
             if s.done is not None:
                 s.done()
+
+    def _query(self, q: Query) -> None:
+        if q.future.done():
+            return
+        try:
+            q.future.set_result(q.read(self.core))
+        except Exception as exc:
+            q.future.set_exception(exc)
+
+    async def query(self, read: Callable[[RoomCore], Any]) -> Any:
+        """`read(core)` in the room's queue: what it reads is stored."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.submit(Query(read, fut))
+        return await fut
 
     async def _delete(self, d: Delete) -> None:
         try:
@@ -717,6 +760,7 @@ __all__ = [
     "Delete",
     "Join",
     "JoinRefused",
+    "Query",
     "RoomClosed",
     "RoomHost",
     "RoomServices",

@@ -41,9 +41,11 @@ from sync_server.core.ratelimit import Buckets
 from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
 from sync_server.hosting.admin_http import AdminHttp
+from sync_server.hosting.api import Api
 from sync_server.hosting.bus import LocalBus, RoomBus
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.config import Config
+from sync_server.hosting.http1 import door_factory
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.rooms import Command, Rooms, RoomServices
 from sync_server.hosting.sessions import Session, SessionDeps
@@ -75,6 +77,13 @@ def page_base(ws_url: str) -> str:
     """ws(s)://host[:port]/path -> http(s)://host[:port]/path/ (the page)."""
     base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
     return base.split("#", 1)[0].split("?", 1)[0].rstrip("/") + "/"
+
+
+def api_document(name: str) -> bytes | None:
+    """/api/v1/openapi.json and /api/v1/asyncapi.json, made once."""
+    from sync_server.hosting import apidoc  # built on first request only
+
+    return apidoc.document_bytes(name)
 
 
 class Server:
@@ -144,6 +153,7 @@ class Server:
         self._deps: SessionDeps | None = None
         self._lock = DataDirLock(config.data_dir)
         self._ws: WsServer | None = None
+        self.api: Api | None = None
         self._closed = False
 
     def _default_storage(self) -> Storage:
@@ -254,6 +264,11 @@ class Server:
                 room_list=self.room_list,
             ).handle,
         )
+        # The HTTP API (/api/...): the second door to the same rooms, on the
+        # same socket (http1.py: a Door hands every other request to websockets).
+        self.api = Api(
+            self._deps, allowed_origins=self.config.allowed_origins, documents=api_document
+        )
         self._ws = await serve(
             self._handle,
             self.config.host,
@@ -274,6 +289,7 @@ class Server:
             # Our name only: no library or Python versions for a scanner.
             server_header=SERVER_HEADER,
             ssl=None if self.tls is None else self.tls.context,
+            create_connection=door_factory(self.api.connection),  # type: ignore[arg-type]
         )
         if self.cluster:
             if not self.leases.public_url:
@@ -382,6 +398,8 @@ class Server:
         for session in list(self.sessions):
             if session.outbox is not None:
                 session.outbox.close_after(code, reason)
+        if self.api is not None:
+            await self.api.close(code, reason)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await asyncio.gather(

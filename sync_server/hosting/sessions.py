@@ -95,6 +95,14 @@ class SessionDeps:
     trusted_proxies: frozenset[str] = frozenset()
 
 
+def request_bucket(deps: SessionDeps, role: str | None, room: str, user: str) -> TokenBucket | None:
+    """The request allowance of `user` in `room`, shared by all of that
+    user's sessions and HTTP requests (GM and admin: their own rate,
+    unlimited by default)."""
+    buckets = deps.gm_buckets if role in ("gm", "admin") else deps.buckets
+    return None if buckets is None else buckets.get((room, user), deps.clock.monotonic())
+
+
 class Session:
     """One client connection."""
 
@@ -324,10 +332,7 @@ class Session:
         return core.joined(role, self.bucket)
 
     def _bucket(self, role: str | None, room: str, user: str) -> TokenBucket | None:
-        """The request allowance of `user` in `room`, shared by all of that
-        user's sessions (GM and admin: their own rate, unlimited by default)."""
-        buckets = self.deps.gm_buckets if role in ("gm", "admin") else self.deps.buckets
-        return None if buckets is None else buckets.get((room, user), self.deps.clock.monotonic())
+        return request_bucket(self.deps, role, room, user)
 
     def _charger(self, bucket: TokenBucket) -> Callable[[float], None]:
         def charge(cost: float) -> None:

@@ -13,7 +13,8 @@ a body); a GET that asks for a WebSocket upgrade goes on to the handshake
 - OPTIONS: 204 with `Allow` (and the CORS answer for a configured origin);
 - any other method: 405 with `Allow`. (A request that carries a body, a POST
   with data say, is closed by websockets before it reaches us: it reads no
-  request bodies. docs/deploy.md says so.)
+  request bodies. The HTTP API under /api/ never comes here: the door in
+  http1.py hands those requests to h11, which reads them.)
 
 Static files are whitelisted: only regular files found directly in the
 web directory, by exact name, so no path can climb out of it. They carry

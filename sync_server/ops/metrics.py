@@ -71,6 +71,11 @@ class Metrics:
         self.rate_limited = Counter(
             "vtt_rate_limited", "Frames refused by the rate limit", registry=r
         )
+        self.http_requests = Counter(
+            "vtt_http_requests", "HTTP API requests by route and status", ["route", "status"],
+            registry=r,
+        )  # fmt: skip
+        self.sse_streams = Gauge("vtt_sse_streams", "Open Server-Sent Events streams", registry=r)
         # Counted here, folded into the counters above by `fold`.
         self._commands: Tally[tuple[str, str]] = Tally()
         self._patches = 0
@@ -80,6 +85,10 @@ class Metrics:
         """One command answered (ack or error) after `seconds`."""
         self._commands[op_label(op), outcome] += 1
         self.command_seconds.observe(seconds)
+
+    def http_request(self, route: str, status: int) -> None:
+        """One HTTP API request answered (a stream: when it ends)."""
+        self.http_requests.labels(route, str(status)).inc()
 
     def patch(self) -> None:
         self._patches += 1
