@@ -383,19 +383,23 @@ def main() -> None:
         ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
         print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
     if ns.affordances:
-        print("\nwhat each viewer may do (affordances) kept current, to the same load without:")
-        print(f"{'':20}{'without':>12}{'with':>12}{'ratio':>10}")
-        for field, (label, _) in ROWS.items():
-            a, b = med["no-affordances"][field], med["vtt-sync"][field]
-            ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
-            print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}")
+        title = "what each viewer may do (affordances) kept current, to the same load without:"
+        compare(med, title, ("without", "no-affordances"), ("with", "vtt-sync"))
     if ns.views:
-        print("\nwith one `status` NPC per room (views), to the same load without secrets:")
-        print(f"{'':20}{'no secrets':>12}{'secrets':>12}{'ratio':>10}")
-        for field, (label, _) in ROWS.items():
-            a, b = med["vtt-sync"][field], med["secrets"][field]
-            ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
-            print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}")
+        title = "with one `status` NPC per room (views), to the same load without secrets:"
+        compare(med, title, ("no secrets", "vtt-sync"), ("secrets", "secrets"))
+
+
+def compare(
+    med: dict[str, dict[str, float]], title: str, a: tuple[str, str], b: tuple[str, str]
+) -> None:
+    """Print two kinds' medians side by side, with the second's ratio to the first."""
+    print(f"\n{title}")
+    print(f"{'':20}{a[0]:>12}{b[0]:>12}{'ratio':>10}")
+    for field, (label, _) in ROWS.items():
+        x, y = med[a[1]][field], med[b[1]][field]
+        ratio = f"{y / x:9.2f}x" if x else f"{'-':>10}"
+        print(f"{label:20}{x:12.2f}{y:12.2f}{ratio}")
 
 
 if __name__ == "__main__":
