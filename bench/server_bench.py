@@ -1,6 +1,7 @@
 """Load benchmark: vtt-sync side by side with a bare websockets relay.
 
     python -m bench.server_bench [--rooms 20] [--clients 8] [--seconds 4] [--runs 3]
+                                 [--views] [--affordances]
 
 Starts each server in its own process (vtt-sync on a fresh data directory,
 durable acks; then bench/relay.py), and drives it from this process: R rooms
@@ -162,10 +163,21 @@ async def setup_vtt(
         gws, welcome = await hello(url, gm_token, room)
         gm = Peer(gws, welcome, mirror=True)
         t = asyncio.create_task(gm.read())
+        tokens = [(gm_token, room)]
+        players = []
+        for i in range(clients - 1):
+            role = "observer" if i >= clients - 3 else "player"
+            a = await gm.command(f"s{next(ids)}", "add_user", {"name": f"user{i}", "role": role})
+            tokens.append((a["result"]["token"], room))
+            if role == "player":
+                players.append(a["result"]["user"])
         chars = []
-        for i in range(4):
+        for i in range(4):  # the players' characters (what each may do is their own)
+            owner = {"owner": players[i]} if i < len(players) else {}
             a = await gm.command(
-                f"s{next(ids)}", "add_character", {**SHEET, "name": f"PC{i}", "shown": "full"}
+                f"s{next(ids)}",
+                "add_character",
+                {**SHEET, "name": f"PC{i}", "shown": "full", **owner},
             )
             chars.append(a["result"]["char"])
         shown = "status" if secrets else "full"
@@ -173,11 +185,6 @@ async def setup_vtt(
             f"s{next(ids)}", "add_character", {**SHEET, "name": "NPC", "id": NPC, "shown": shown}
         )
         await gm.command(f"s{next(ids)}", "combat_start", {"order": chars})
-        tokens = [(gm_token, room)]
-        for i in range(clients - 1):
-            role = "observer" if i >= clients - 3 else "player"
-            a = await gm.command(f"s{next(ids)}", "add_user", {"name": f"user{i}", "role": role})
-            tokens.append((a["result"]["token"], room))
         t.cancel()
         await gws.close()
         out.append(tokens)
@@ -274,6 +281,8 @@ def pct(values: list[float], q: float) -> float:
 
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
+    if kind == "no-affordances":  # the same server, views without what each may do
+        env["VTT_SYNC_AFFORDANCES"] = "false"
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
         if kind == "relay":
@@ -350,6 +359,12 @@ def main() -> None:
         help="also run vtt-sync with one `status` NPC per room (damaged in 1 command of 4, so "
         "1 patch of 4 is encoded per view class) and print its ratio to vtt-sync",
     )
+    ap.add_argument(
+        "--affordances",
+        action="store_true",
+        help="also run vtt-sync without affordances in the views (VTT_SYNC_AFFORDANCES=false)"
+        " and print the cost of keeping them current: before/after in one run",
+    )
     ap.add_argument("--profile", help="py-spy raw profile of the vtt-sync side (last run) here")
     ns = ap.parse_args()
     ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
@@ -357,6 +372,8 @@ def main() -> None:
     kinds = [ns.only] if ns.only else ["relay", "vtt-sync"]
     if ns.views:
         kinds.append("secrets")
+    if ns.affordances:
+        kinds.append("no-affordances")
     results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     for _ in range(ns.runs):
         for kind in kinds:
@@ -378,13 +395,24 @@ def main() -> None:
         a, b = med["relay"][field], med["vtt-sync"][field]
         ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
         print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
+    if ns.affordances:
+        title = "what each viewer may do (affordances) kept current, to the same load without:"
+        compare(med, title, ("without", "no-affordances"), ("with", "vtt-sync"))
     if ns.views:
-        print("\nwith one `status` NPC per room (views), to the same load without secrets:")
-        print(f"{'':20}{'no secrets':>12}{'secrets':>12}{'ratio':>10}")
-        for field, (label, _) in ROWS.items():
-            a, b = med["vtt-sync"][field], med["secrets"][field]
-            ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
-            print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}")
+        title = "with one `status` NPC per room (views), to the same load without secrets:"
+        compare(med, title, ("no secrets", "vtt-sync"), ("secrets", "secrets"))
+
+
+def compare(
+    med: dict[str, dict[str, float]], title: str, a: tuple[str, str], b: tuple[str, str]
+) -> None:
+    """Print two kinds' medians side by side, with the second's ratio to the first."""
+    print(f"\n{title}")
+    print(f"{'':20}{a[0]:>12}{b[0]:>12}{'ratio':>10}")
+    for field, (label, _) in ROWS.items():
+        x, y = med[a[1]][field], med[b[1]][field]
+        ratio = f"{y / x:9.2f}x" if x else f"{'-':>10}"
+        print(f"{label:20}{x:12.2f}{y:12.2f}{ratio}")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,10 @@ class Config:
     synchronous: str = "FULL"
     # Check the rules' invariants after every command (tests, fuzzing).
     check_invariants: bool = False
+    # Each viewer's view carries what they may do now (rules/affordances.py),
+    # kept current by the patches. Off only to measure its cost (the server
+    # bench runs both).
+    affordances: bool = True
     limits: Limits = attrs.Factory(Limits)
     # Write shared pre-serialized frames straight to transports (ws_fastpath.py).
     fast_fanout: bool = True

@@ -137,6 +137,7 @@ class Server:
                 limits=self.limits,
                 clock=self.clock,
                 check_invariants=config.check_invariants,
+                affordances=config.affordances,
                 leases=self.leases,
                 activity=self.activity,
             )

@@ -313,6 +313,14 @@ SETTINGS: tuple[Setting, ...] = (
         "SQLite durability: FULL survives power loss, NORMAL a process crash",
     ),
     _server(
+        "affordances",
+        BOOL,
+        True,
+        "put in each viewer's view what they may do now (docs/protocol.md); false only to "
+        "measure its cost (the server bench)",
+        flag="",
+    ),
+    _server(
         "allowed_origins",
         ORIGINS,
         (),

@@ -38,6 +38,7 @@ from sync_server.storage import (
     UndoTarget,
     VersionConflict,
     VersionRecord,
+    undo_bound,
 )
 from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
@@ -566,12 +567,12 @@ class SqliteStorage:
 
         return await self._submit(q, write=False)
 
-    async def undo_target(self, room: str) -> UndoTarget | None:
+    async def undo_target(self, room: str, before: int | None = None) -> UndoTarget | None:
         def q(conn: sqlite3.Connection) -> UndoTarget | None:
             row = conn.execute(
                 "SELECT v, op, user, inverse FROM versions WHERE room = ? AND undoable = 1"
-                " AND undone = 0 ORDER BY v DESC LIMIT 1",
-                (room,),
+                " AND undone = 0 AND v < ? ORDER BY v DESC LIMIT 1",
+                (room, undo_bound(before)),
             ).fetchone()
             return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
 

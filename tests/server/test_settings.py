@@ -68,6 +68,7 @@ def test_every_setting_reads_from_each_of_its_sources(tmp_path: Path) -> None:
         "port": ("9000", 9000),
         "data_dir": ("/srv/vtt", "/srv/vtt"),
         "demo": ("true", True),
+        "affordances": ("false", False),
         "rate": ("3/6", "3/6"),
         "gm_rate": ("50", "50"),
         "synchronous": ("NORMAL", "NORMAL"),
