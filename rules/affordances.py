@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from rules import clock, initiative, roster, stability, stabilizing, tracker
+from rules import clock, initiative, roster, stability, stabilizing
 from rules.context import Actor
 from rules.engine import (
     OPS,
