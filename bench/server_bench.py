@@ -1,6 +1,7 @@
 """Load benchmark: vtt-sync side by side with a bare websockets relay.
 
     python -m bench.server_bench [--rooms 20] [--clients 8] [--seconds 4] [--runs 3]
+                                 [--views] [--affordances]
 
 Starts each server in its own process (vtt-sync on a fresh data directory,
 durable acks; then bench/relay.py), and drives it from this process: R rooms
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
 import msgpack
@@ -47,16 +49,22 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int | Sequence[int]) -> float:
+    """utime + stime of a process (or the sum of several: workers)."""
+    if not isinstance(pid, int):
+        return sum(cpu_seconds(p) for p in pid)
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def cpu_split(pid: int) -> tuple[float, float]:
+def cpu_split(pid: int | Sequence[int]) -> tuple[float, float]:
     """(system CPU seconds of the process, CPU seconds of its threads but
     the event loop's, i.e. SQLite's storage thread): where the server's CPU
     goes, the kernel's share (syscalls, fsync) and the storage thread's."""
+    if not isinstance(pid, int):
+        parts = [cpu_split(p) for p in pid]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
     with open(f"/proc/{pid}/stat") as f:
         system = int(f.read().rsplit(")", 1)[1].split()[12]) / CLK_TCK
     storage = 0.0
@@ -145,10 +153,19 @@ class Peer:
 
 
 async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnection, dict]:
-    ws = await connect(url, subprotocols=[Subprotocol(MSGPACK)], compression=None, max_size=2**20)
-    handshake = frames.Handshake(token, room)
-    await ws.send(msgpack.packb(handshake.hello()))
-    welcome = msgpack.unpackb(await ws.recv())
+    """Hello and welcome, following redirects as the clients do (workers,
+    cluster nodes: the room is served by another process)."""
+    for _ in range(protocol.MAX_REDIRECTS + 1):
+        ws = await connect(
+            url, subprotocols=[Subprotocol(MSGPACK)], compression=None, max_size=2**20
+        )
+        handshake = frames.Handshake(token, room)
+        await ws.send(msgpack.packb(handshake.hello()))
+        welcome = msgpack.unpackb(await ws.recv())
+        if welcome.get("t") != "redirect":
+            break
+        await ws.close()
+        url = welcome["url"]
     if not isinstance(handshake.receive(welcome), frames.Welcome):
         raise RuntimeError(f"no welcome: {welcome}")
     return ws, welcome
@@ -184,10 +201,21 @@ async def setup_vtt(
         gws, welcome = await hello(url, gm_token, room)
         gm = Peer(gws, welcome, mirror=True)
         t = asyncio.create_task(gm.read())
+        tokens = [(gm_token, room)]
+        players = []
+        for i in range(clients - 1):
+            role = "observer" if i >= clients - 3 else "player"
+            a = await gm.command(f"s{next(ids)}", "add_user", {"name": f"user{i}", "role": role})
+            tokens.append((a["result"]["token"], room))
+            if role == "player":
+                players.append(a["result"]["user"])
         chars = []
-        for i in range(4):
+        for i in range(4):  # the players' characters (what each may do is their own)
+            owner = {"owner": players[i]} if i < len(players) else {}
             a = await gm.command(
-                f"s{next(ids)}", "add_character", {**SHEET, "name": f"PC{i}", "shown": "full"}
+                f"s{next(ids)}",
+                "add_character",
+                {**SHEET, "name": f"PC{i}", "shown": "full", **owner},
             )
             chars.append(a["result"]["char"])
         shown = "status" if secrets else "full"
@@ -199,11 +227,6 @@ async def setup_vtt(
                 f"s{next(ids)}", "add_character", {**SHEET, "name": f"B{i}", "shown": "full"}
             )
         await gm.command(f"s{next(ids)}", "combat_start", {"order": chars})
-        tokens = [(gm_token, room)]
-        for i in range(clients - 1):
-            role = "observer" if i >= clients - 3 else "player"
-            a = await gm.command(f"s{next(ids)}", "add_user", {"name": f"user{i}", "role": role})
-            tokens.append((a["result"]["token"], room))
         t.cancel()
         await gws.close()
         out.append(tokens)
@@ -217,7 +240,7 @@ async def drive(
     room_tokens: list[list[tuple[str, str]]],
     seconds: float,
     relay: bool,
-    pid: int,
+    pid: int | Sequence[int],
     rate: float = 0.0,
 ) -> dict[str, Any]:
     """Connect every client, run every room's GM loop for `seconds`, and
@@ -327,6 +350,8 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     if kind != "relay":  # or another tree's code (--base), for A/B in one run
         tree = ns.trees.get(kind, tree)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
+    if kind == "no-affordances":  # the same server, views without what each may do
+        env["VTT_SYNC_AFFORDANCES"] = "false"
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
         if kind == "relay":
@@ -412,6 +437,12 @@ def main() -> None:
         help="also run vtt-sync with one `status` NPC per room (damaged in 1 command of 4, so "
         "1 patch of 4 is encoded per view class) and print its ratio to vtt-sync",
     )
+    ap.add_argument(
+        "--affordances",
+        action="store_true",
+        help="also run vtt-sync without affordances in the views (VTT_SYNC_AFFORDANCES=false)"
+        " and print the cost of keeping them current: before/after in one run",
+    )
     ap.add_argument("--profile", help="py-spy raw profile of the vtt-sync side (last run) here")
     ap.add_argument(
         "--base",
@@ -441,6 +472,8 @@ def main() -> None:
         kinds = [*ns.trees, "vtt-sync"] if ns.only else ["relay", *ns.trees, "vtt-sync"]
     if ns.views:
         kinds.append("secrets")
+    if ns.affordances:
+        kinds.append("no-affordances")
     results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     for _ in range(ns.runs):
         for kind in kinds:
@@ -476,13 +509,24 @@ def main() -> None:
         a, b = med["relay"][field], med["vtt-sync"][field]
         ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
         print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
+    if ns.affordances:
+        title = "what each viewer may do (affordances) kept current, to the same load without:"
+        compare(med, title, ("without", "no-affordances"), ("with", "vtt-sync"))
     if ns.views:
-        print("\nwith one `status` NPC per room (views), to the same load without secrets:")
-        print(f"{'':20}{'no secrets':>12}{'secrets':>12}{'ratio':>10}")
-        for field, (label, _) in ROWS.items():
-            a, b = med["vtt-sync"][field], med["secrets"][field]
-            ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
-            print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}")
+        title = "with one `status` NPC per room (views), to the same load without secrets:"
+        compare(med, title, ("no secrets", "vtt-sync"), ("secrets", "secrets"))
+
+
+def compare(
+    med: dict[str, dict[str, float]], title: str, a: tuple[str, str], b: tuple[str, str]
+) -> None:
+    """Print two kinds' medians side by side, with the second's ratio to the first."""
+    print(f"\n{title}")
+    print(f"{'':20}{a[0]:>12}{b[0]:>12}{'ratio':>10}")
+    for field, (label, _) in ROWS.items():
+        x, y = med[a[1]][field], med[b[1]][field]
+        ratio = f"{y / x:9.2f}x" if x else f"{'-':>10}"
+        print(f"{label:20}{x:12.2f}{y:12.2f}{ratio}")
 
 
 if __name__ == "__main__":

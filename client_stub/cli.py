@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from client_stub.actions import actions_text, affordances_of, subject_of
 from client_stub.client import Client, tls_context
 from client_stub.errors import CommandError, CommandTimeout, ConnectionFailed, VttSyncError
 from client_stub.events import EventText, Names
@@ -293,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _connection_options(parser, defaults=True)
     sub = parser.add_subparsers(
-        dest="action", required=True, metavar="{ops,cmd,watch,state,create-room}"
+        dest="action", required=True, metavar="{ops,cmd,actions,watch,state,create-room}"
     )
     sub.add_parser("ops", help="list the operations (no connection)")
     cmd = sub.add_parser(
@@ -313,6 +314,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument(
         "--events", action="store_true", help="with --json: add the command's events to the ack"
     )
+    actions = sub.add_parser(
+        "actions",
+        parents=[common],
+        help="what you may do now (the server says it), and why not",
+        description=(
+            "What you may do now, as the server says it: for CHAR, or for each character"
+            " you may act for and for the room; an action you cannot do now says why."
+        ),
+    )
+    actions.add_argument("char", nargs="?", help="a character id (default: all)")
     watch = sub.add_parser("watch", parents=[common], help="live view of the room")
     watch.add_argument("--events", type=int, default=14, help="event lines to keep (default 14)")
     watch.add_argument("--once", action="store_true", help="render once and exit")
@@ -412,12 +423,27 @@ def _connection_error(exc: BaseException, url: str, as_json: bool = False) -> in
     return EXIT_CONNECTION
 
 
-def _refused(exc: CommandError, as_json: bool) -> int:
+def _refused(exc: CommandError, as_json: bool, hint: str | None = None) -> int:
     if as_json:
         _print_json({"error": exc.code, "message": exc.message, "id": exc.id}, file=sys.stderr)
     else:
         _error_line(f"refused ({exc.code}): {exc.message}")
+        if hint:
+            _error_line(hint)
     return EXIT_REFUSED
+
+
+# Refusals about what may be done now (not about how the command was written).
+HINTED = frozenset({"forbidden", "rule", "conflict", "not_found"})
+
+
+def _actions_hint(state: dict[str, Any] | None, args: Any, code: str) -> str | None:
+    """On a refusal: where to see what one may do now (if the server says it)."""
+    if affordances_of(state) is None or code not in HINTED:
+        return None
+    char = subject_of(args)
+    target = f" {char}" if char is not None and char in (state or {}).get("characters", {}) else ""
+    return f"what you may do now: vtt-sync client actions{target}"
 
 
 def _tls(ns: argparse.Namespace) -> ssl.SSLContext | None:
@@ -463,7 +489,7 @@ async def _cmd(ns: argparse.Namespace, url: str, token: str, room: str | None) -
                 for p in await client.history(back):
                     undone_events[p["v"]] = p.get("events") or []
     except CommandError as exc:
-        return _refused(exc, ns.json)
+        return _refused(exc, ns.json, _actions_hint(client.state, args, exc.code))
     except (ConnectionFailed, CommandTimeout) as exc:
         return _connection_error(exc, url, ns.json)
     finally:
@@ -500,6 +526,27 @@ async def _state(ns: argparse.Namespace, url: str, token: str, room: str | None)
     try:
         await client.connect(timeout=ns.timeout)
         _print_json(client.state, compact=ns.compact)
+    except ConnectionFailed as exc:
+        return _connection_error(exc, url, ns.json)
+    finally:
+        await client.close()
+    return EXIT_OK
+
+
+async def _actions(ns: argparse.Namespace, url: str, token: str, room: str | None) -> int:
+    if room is None:
+        raise UsageError("actions needs a room: pass --room or set VTT_SYNC_ROOM")
+    client = _one_shot(url, token, room, ns)
+    try:
+        await client.connect(timeout=ns.timeout)
+        state = client.state or {}
+        if ns.json:
+            aff = affordances_of(state) or {}
+            if ns.char is not None:
+                aff = {"chars": {ns.char: (aff.get("chars") or {}).get(ns.char, {})}}
+            _print_json(aff)
+        else:
+            print(actions_text(state, ns.char))
     except ConnectionFailed as exc:
         return _connection_error(exc, url, ns.json)
     finally:
@@ -658,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
         if ns.action == "create-room":
             return asyncio.run(_create_room(ns))
         url, token, room = _settings(ns)
-        runner = {"cmd": _cmd, "state": _state, "watch": _watch}[ns.action]
+        runner = {"cmd": _cmd, "actions": _actions, "state": _state, "watch": _watch}[ns.action]
         return asyncio.run(runner(ns, url, token, room))
     except UsageError as exc:
         _error_line(str(exc))

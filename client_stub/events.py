@@ -131,6 +131,24 @@ class EventText:
         self._rule(rule, event, lambda f: event.get(f), out)
         return out
 
+    def reason(self, why: dict[str, Any]) -> str:
+        """Why an action cannot be done now (an affordance's `why`: a key
+        and its values) in words, from the table's `reasons`."""
+        rule = self.texts.get("reasons", {}).get(why.get("key"))
+        if rule is None:
+            return str(why.get("key", "not possible now")).replace("_", " ")
+        out: list[Segment] = []
+        self._rule(rule, why, lambda f: why.get(f), out)
+        return "".join(text for text, _ in out)
+
+    def label(self, value: Any, table: str) -> str:
+        """A value's label from one of the table's `labels` (e.g. "rest")."""
+        return self._label(value, table)
+
+    def action(self, op: str) -> str:
+        """An action's label (the `actions` table), e.g. "First aid"."""
+        return str(self.texts.get("actions", {}).get(op, op.replace("_", " ")))
+
     def command(self, op: str, events: Iterable[dict[str, Any]] | None) -> str | None:
         """What a command did, from its op and its events ("Bastien's first aid
         on Chloe"); None when the events do not say enough."""

@@ -4,12 +4,23 @@
 
 takes a room's state (`Room`), one command (an op name and its args map), the
 acting user (`Actor`) and a dice source, and returns the new state, the
-ordered events for the table's log and the command's result. It never
-mutates its input: a refused command raises a `Refused` (carrying one of
+ordered events for the table's log and the command's result; and
+
+    affordances(room, viewer, undo)
+
+says what a viewer may send now (rules/affordances.py), from the same
+checks. `apply` never mutates its input: a refused command raises a `Refused` (carrying one of
 PROTOCOL.md's error codes) and the caller still holds the unchanged state.
 No asyncio, no I/O, no clock, no global random.
 """
 
+from rules.affordances import (
+    RuleTable,
+    UndoEntry,
+    affordances,
+    affordances_for,
+    nothing_to_undo,
+)
 from rules.dice import Dice, ScriptedDice, SeededDice, ServerDice
 from rules.effects import Effect, EndSessions, IssueToken, RevokeToken
 from rules.engine import (
@@ -58,12 +69,16 @@ __all__ = [
     "Refused",
     "RevokeToken",
     "Room",
+    "RuleTable",
     "RuleBroken",
     "ScriptedDice",
     "SeededDice",
     "ServerDice",
+    "UndoEntry",
     "UnknownOp",
     "Viewer",
+    "affordances",
+    "affordances_for",
     "apply",
     "apply_ops",
     "authorize_undo",
@@ -71,6 +86,7 @@ __all__ = [
     "from_dict",
     "invert",
     "new_room",
+    "nothing_to_undo",
     "patch_class",
     "restricted",
     "revert",

@@ -28,7 +28,7 @@ import heapq
 from collections.abc import Callable
 
 from rules.conditions import lose_pp
-from rules.context import Ctx
+from rules.context import Actor, Ctx
 from rules.errors import Conflict, RuleBroken
 from rules.model import Character, Combat, Room
 from rules.rest import complete_rest, end_rest
@@ -141,16 +141,34 @@ def advance(ctx: Ctx, seconds: int) -> None:
     room.clock = end
 
 
+def check_no_combat(room: Room) -> None:
+    if room.combat is not None:
+        raise RuleBroken("a combat is already running; end it first", "combat_running")
+
+
+def check_order(order: list[str]) -> None:
+    if len(set(order)) != len(order):
+        raise RuleBroken("a character can appear only once in the combat order", "order_duplicate")
+
+
+def check_may_join(c: Character) -> None:
+    """D6: the dead cannot join a combat."""
+    if c.condition == "dead":
+        raise RuleBroken(
+            f"{c.name} is dead and cannot join a combat (D6)", "dead_cannot_join", char=c.id
+        )
+
+
+def check_combat_start(room: Room, order: list[str]) -> None:
+    check_no_combat(room)
+    check_order(order)
+    for cid in order:
+        check_may_join(room.characters[cid])
+
+
 def combat_start(ctx: Ctx, order: list[str]) -> None:
     room = ctx.room
-    if room.combat is not None:
-        raise RuleBroken("a combat is already running; end it first")
-    if len(set(order)) != len(order):
-        raise RuleBroken("a character can appear only once in the combat order")
-    for cid in order:
-        c = ctx.char(cid)
-        if c.condition == "dead":
-            raise RuleBroken(f"{c.name} is dead and cannot join a combat (D6)")
+    check_combat_start(room, order)
     room.combat = Combat(list(order), 0, 1)
     room.initiative = {}
     for cid in order:
@@ -162,10 +180,16 @@ def combat_start(ctx: Ctx, order: list[str]) -> None:
     ctx.emit("turn", char=order[0], round=1, turn=0)
 
 
+def check_combat(room: Room, message: str = "no combat is running") -> None:
+    """A combat must be running (combat_end, set_order)."""
+    if room.combat is None:
+        raise RuleBroken(message, "no_combat")
+
+
 def combat_end(ctx: Ctx) -> None:
     room = ctx.room
-    if room.combat is None:
-        raise RuleBroken("no combat is running")
+    check_combat(room)
+    assert room.combat is not None
     order = room.combat.order
     room.combat = None
     room.initiative = {}
@@ -180,18 +204,26 @@ def combat_end(ctx: Ctx) -> None:
     ctx.emit("combat", outcome="end")
 
 
-def end_turn(ctx: Ctx, cid: str, round_: int | None) -> None:
-    """T1: the current combatant's end-of-turn rules, then the next turn."""
-    room = ctx.room
+def check_end_turn(room: Room, actor: Actor, cid: str, round_: int | None) -> None:
+    """T1: only the current combatant's turn can end (a `conflict`: that turn
+    is over, e.g. a second tab ended it already). The reason names no
+    combatant nor round: the state shows them, and a reason that changed at
+    every turn would change every player's affordances at every turn."""
     combat = room.combat
     if combat is None:
-        raise Conflict("no combat is running: that turn is already over")
+        raise Conflict("no combat is running: that turn is already over", "turn_no_combat")
     if combat.current != cid or (round_ is not None and round_ != combat.round):
         current = room.characters[combat.current]
         raise Conflict(
-            f"it is {ctx.actor.name_of(current)}'s turn in round {combat.round}:"
-            " that turn is already over"
+            f"it is {actor.name_of(current)}'s turn in round {combat.round}:"
+            " that turn is already over",
+            "not_the_turn",
         )
+
+
+def end_turn(ctx: Ctx, cid: str, round_: int | None) -> None:
+    """T1: the current combatant's end-of-turn rules, then the next turn."""
+    check_end_turn(ctx.room, ctx.actor, cid, round_)
     c = ctx.edit(cid)
     if c.condition == "dying":
         if c.dying_fresh:

@@ -21,7 +21,7 @@ from rules.dice import Dice
 from rules.effects import Effect
 from rules.errors import Forbidden, NotFound, RuleBroken, UnknownOp
 from rules.model import Character, Room, User
-from rules.rest import end_rest, start_rest
+from rules.rest import check_stop_rest, end_rest, start_rest
 from rules.validate import (
     ABILITY,
     ABILITY_SCORES,
@@ -190,7 +190,7 @@ OPS: dict[str, OpSpec] = {
         G,
         lambda ctx, a: tracker.set_order(ctx, a["order"], a["turn"]),
         chars=("order",),
-        check=tracker.check_set_order,
+        check=tracker.check_turn_arg,
         on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
     ),
     "roll_initiative": OpSpec(
@@ -280,8 +280,7 @@ OPS: dict[str, OpSpec] = {
 
 def _stop_rest(ctx: Ctx, a: dict[str, Any]) -> None:
     c = _c(ctx, a)
-    if c.activity is None:
-        raise RuleBroken(f"{c.name} is not resting")
+    check_stop_rest(c)
     end_rest(ctx, c, "stopped")
 
 
@@ -292,19 +291,18 @@ ADMIN_OPS = frozenset(
 )  # server-wide
 
 
-def _authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: str) -> None:
+def authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: str) -> None:
+    """May `actor` send `op` with the (clean) args `a`? Raises Forbidden.
+    Apply asks it, and so do the affordances (rules/affordances.py)."""
+    authorize_role(spec, actor, op)
     if actor.is_gm:
         return
-    if actor.role == "observer":
-        raise Forbidden("observers may only watch")
-    if spec.role == G:
-        raise Forbidden(f"only the GM may {op}")
     if "roll" in a and a["roll"] is not None:
-        raise Forbidden("only the GM may supply a die roll (X1)")
+        raise Forbidden("only the GM may supply a die roll (X1)", "gm_roll")
     if spec.role == OWNER_OR_GM:
         c = room.characters[a["char"]]
         if c.owner != actor.user:
-            raise Forbidden(f"{c.name} is not your character")
+            raise Forbidden(f"{c.name} is not your character", "not_yours", char=c.id)
     elif spec.role == UNTEND:
         p = room.characters[a["patient"]]
         owners = {p.owner}
@@ -312,8 +310,34 @@ def _authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: st
             owners.add(room.characters[p.healer].owner)
         if actor.user not in owners:
             raise Forbidden(
-                f"only the GM or the owner of {p.name} or of its healer may stop the tending"
+                f"only the GM or the owner of {p.name} or of its healer may stop the tending",
+                "untend_forbidden",
+                patient=p.id,
             )
+
+
+def authorize_role(spec: OpSpec, actor: Actor, op: str) -> None:
+    """The part of `authorize` that the role alone decides, whatever the
+    arguments (observers send nothing; G ops are the GM's)."""
+    if actor.is_gm:
+        return
+    if actor.role == "observer":
+        raise Forbidden("observers may only watch", "observer")
+    if spec.role == G:
+        raise Forbidden(f"only the GM may {op}", "gm_only", op=op)
+
+
+def check_alive(spec: OpSpec, c: Character) -> None:
+    """D6: an op that may not target the dead, on a dead character."""
+    if not spec.on_dead and c.condition == "dead":
+        raise RuleBroken(f"{c.name} is dead (D6)", "dead", char=c.id)
+
+
+def check_seen(room: Room, actor: Actor, cid: str) -> None:
+    """A character hidden from the sender (views) does not exist for them:
+    the same refusal as a wrong id, so that guessing ids reveals nothing."""
+    if cid not in room.characters or not actor.sees(room.characters[cid]):
+        raise NotFound(f"no character {cid!r} in this room", "no_character")
 
 
 def _named(a: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
@@ -356,19 +380,13 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
         spec.bounds(room, a)
     chars = _named(a, spec.chars)
     for cid in chars:
-        # A character hidden from the sender (views) does not exist for them:
-        # the same refusal as a wrong id, so that guessing ids reveals nothing.
-        if cid not in room.characters or not actor.sees(room.characters[cid]):
-            raise NotFound(f"no character {cid!r} in this room")
+        check_seen(room, actor, cid)
     for uid in _named(a, spec.users):
         if uid not in room.users:
-            raise NotFound(f"no user {uid!r} in this room")
-    _authorize(room, spec, a, actor, op)
-    if not spec.on_dead:
-        for cid in chars:
-            c = room.characters[cid]
-            if c.condition == "dead":
-                raise RuleBroken(f"{c.name} is dead (D6)")
+            raise NotFound(f"no user {uid!r} in this room", "no_user")
+    authorize(room, spec, a, actor, op)
+    for cid in chars:
+        check_alive(spec, room.characters[cid])
     ctx = Ctx(room.copy(), dice, actor)
     spec.handler(ctx, a)  # Ctx.emit refuses past MAX_EVENTS: the room is a copy
     return Outcome(
@@ -384,7 +402,7 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
 def authorize_undo(actor: Actor) -> None:
     """Undo is the GM's (PROTOCOL.md); the server replays the log."""
     if not actor.is_gm:
-        raise Forbidden("only the GM may undo")
+        raise Forbidden("only the GM may undo", "undo_gm_only")
 
 
 def new_room(room_id: str, name: str, gm_name: str = "GM") -> tuple[Room, str]:

@@ -6,15 +6,30 @@ the engine works on a copy of the state, so a refused command changes nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class Refused(Exception):
-    """A command the rules turn down; `code` is one of PROTOCOL.md's error codes."""
+    """A command the rules turn down; `code` is one of PROTOCOL.md's error codes.
+
+    `message` is the server's sentence (names spelled out); `key` and
+    `values` say the same as data, for the affordances (rules/affordances.py):
+    a client words the reason from its own table of texts (`reasons` in
+    client_stub/web/events.json), with names it may show. `key` defaults to
+    the code for refusals no affordance reports (argument checks).
+    """
 
     code = "internal"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, key: str | None = None, **values: Any) -> None:
         super().__init__(message)
         self.message = message
+        self.key = key or self.code
+        self.values = values
+
+    def reason(self) -> dict[str, Any]:
+        """The refusal as data: {"key": ..., **values} (an affordance's `why`)."""
+        return {"key": self.key, **self.values}
 
 
 class InvalidArgs(Refused):

@@ -24,7 +24,7 @@ from typing import Any
 from rules.clock import combat_start
 from rules.context import Ctx
 from rules.errors import RuleBroken
-from rules.model import Character
+from rules.model import Character, Room
 from rules.tracker import place_turn
 
 CHECK = "initiative"  # the X2 event's `check`
@@ -38,16 +38,17 @@ def roll_initiative(ctx: Ctx, a: dict[str, Any]) -> None:
     combat = room.combat
     chars: list[str] | None = a["chars"]
     if chars is not None and len(set(chars)) != len(chars):
-        raise RuleBroken("a character can appear only once in chars")
+        raise RuleBroken("a character can appear only once in chars", "order_duplicate")
     if combat is None:
         if chars is None:
             raise RuleBroken(
-                "no combat is running: name the characters (chars) to start one in initiative order"
+                "no combat is running: name the characters (chars) to start one in"
+                " initiative order",
+                "initiative_chars",
             )
     elif chars is None:
-        chars = [cid for cid in combat.order if room.characters[cid].condition != "dead"]
-        if not chars:
-            raise RuleBroken("every combatant is dead: nobody rolls initiative")
+        check_someone_rolls(room)
+        chars = living_combatants(room)
     else:
         outside = [cid for cid in chars if cid not in combat.order]
         if outside:
@@ -89,6 +90,18 @@ def roll_initiative(ctx: Ctx, a: dict[str, Any]) -> None:
         combat.turn = order.index(current)
 
 
+def living_combatants(room: Room) -> list[str]:
+    """Who rolls in a running combat by default: its living combatants."""
+    assert room.combat is not None
+    return [cid for cid in room.combat.order if room.characters[cid].condition != "dead"]
+
+
+def check_someone_rolls(room: Room) -> None:
+    """In a running combat, rolling for its combatants needs a living one."""
+    if room.combat is not None and not living_combatants(room):
+        raise RuleBroken("every combatant is dead: nobody rolls initiative", "initiative_all_dead")
+
+
 def ranked(order: list[str], totals: dict[str, int], chars: dict[str, Character]) -> list[str]:
     """`order` sorted by initiative (T4): the rolled by total, then the higher
     Dexterity modifier, then character order; the others after them, in
@@ -98,4 +111,4 @@ def ranked(order: list[str], totals: dict[str, int], chars: dict[str, Character]
     return rolled + [cid for cid in order if cid not in totals]
 
 
-__all__ = ["CHECK", "ranked", "roll_initiative"]
+__all__ = ["CHECK", "check_someone_rolls", "living_combatants", "ranked", "roll_initiative"]

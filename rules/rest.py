@@ -4,26 +4,52 @@ from __future__ import annotations
 
 from rules.context import Ctx
 from rules.errors import RuleBroken
-from rules.model import ABILITIES, HOUR, Activity, Character
+from rules.model import ABILITIES, HOUR, Activity, Character, Room
 
 # R1-R3: how long each rest lasts, in world seconds.
 REST_SECONDS = {"short": 10 * 60, "night": 8 * HOUR, "bed": 24 * HOUR}
 
 
+def check_rest(room: Room, c: Character, kind: str) -> None:
+    """R1-R4: who may start a rest of `kind` now."""
+    if c.condition != "conscious":
+        raise RuleBroken(
+            f"{c.name} is {c.condition}: only a conscious character can rest",
+            "rest_not_conscious",
+            char=c.id,
+            condition=c.condition,
+        )
+    if room.in_combat(c.id):
+        raise RuleBroken(
+            f"{c.name} is in a running combat and cannot rest (R4)", "rest_in_combat", char=c.id
+        )
+    if c.activity is not None:
+        raise RuleBroken(
+            f"{c.name} is already taking a {c.activity.kind} rest (one at a time)",
+            "rest_already",
+            char=c.id,
+            rest=c.activity.kind,
+        )
+    if any(p.healer == c.id for p in room.characters.values()):
+        raise RuleBroken(
+            f"{c.name} is tending a patient and cannot rest (L4)", "rest_tending", char=c.id
+        )
+    if kind == "short" and c.pp < 1:
+        raise RuleBroken(
+            f"{c.name} has no PP left for a short rest (R1)", "rest_short_no_pp", char=c.id
+        )
+
+
 def start_rest(ctx: Ctx, c: Character, kind: str) -> None:
     room = ctx.room
-    if c.condition != "conscious":
-        raise RuleBroken(f"{c.name} is {c.condition}: only a conscious character can rest")
-    if room.in_combat(c.id):
-        raise RuleBroken(f"{c.name} is in a running combat and cannot rest (R4)")
-    if c.activity is not None:
-        raise RuleBroken(f"{c.name} is already taking a {c.activity.kind} rest (one at a time)")
-    if any(p.healer == c.id for p in room.characters.values()):
-        raise RuleBroken(f"{c.name} is tending a patient and cannot rest (L4)")
-    if kind == "short" and c.pp < 1:
-        raise RuleBroken(f"{c.name} has no PP left for a short rest (R1)")
+    check_rest(room, c, kind)
     c.activity = Activity(kind, room.clock + REST_SECONDS[kind])
     ctx.emit("rest", char=c.id, rest=kind, outcome="started", ends=c.activity.ends)
+
+
+def check_stop_rest(c: Character) -> None:
+    if c.activity is None:
+        raise RuleBroken(f"{c.name} is not resting", "not_resting", char=c.id)
 
 
 def end_rest(ctx: Ctx, c: Character, cause: str) -> None:

@@ -27,7 +27,9 @@ def room_has_space_for_a_character(room: Room, a: dict[str, Any]) -> None:
     if len(room.characters) >= MAX_CHARACTERS:
         raise InvalidArgs(
             f"this room already holds {len(room.characters)} characters, the most a room may"
-            f" hold ({MAX_CHARACTERS}); remove one before adding another"
+            f" hold ({MAX_CHARACTERS}); remove one before adding another",
+            "room_full_characters",
+            max=MAX_CHARACTERS,
         )
 
 
@@ -36,7 +38,9 @@ def room_has_space_for_a_user(room: Room, a: dict[str, Any]) -> None:
     if len(room.users) >= MAX_USERS:
         raise InvalidArgs(
             f"this room already has {len(room.users)} users, the most a room may have"
-            f" ({MAX_USERS}); remove one before adding another"
+            f" ({MAX_USERS}); remove one before adding another",
+            "room_full_users",
+            max=MAX_USERS,
         )
 
 
@@ -128,11 +132,16 @@ def _user(ctx: Ctx, uid: str) -> User:
         raise NotFound(f"no user {uid!r} in this room")
 
 
+def check_remove_user(room: Room, uid: str) -> None:
+    user = room.users[uid]
+    if user.role == "gm" and sum(u.role == "gm" for u in room.users.values()) == 1:
+        raise RuleBroken("the room's last GM cannot be removed", "last_gm", user=uid)
+
+
 def remove_user(ctx: Ctx, uid: str) -> None:
     room = ctx.room
     user = _user(ctx, uid)
-    if user.role == "gm" and sum(u.role == "gm" for u in room.users.values()) == 1:
-        raise RuleBroken("the room's last GM cannot be removed")
+    check_remove_user(room, uid)
     ctx.edit_users()
     del room.users[uid]
     for c in room.ordered():
@@ -170,12 +179,21 @@ def update_room(ctx: Ctx, a: dict[str, Any]) -> None:
     ctx.emit("room", **{key: getattr(room, key) for key in ROOM_SETTINGS})
 
 
+def check_queue_space(room: Room, n: int = 1) -> None:
+    """X1: the queue holds at most MAX_QUEUED_ROLLS dice."""
+    queued = len(room.queued_rolls)
+    if queued + n > MAX_QUEUED_ROLLS:
+        raise RuleBroken(
+            f"the dice queue holds at most {MAX_QUEUED_ROLLS} rolls ({queued} queued)",
+            "dice_queue_full",
+            max=MAX_QUEUED_ROLLS,
+            queued=queued,
+        )
+
+
 def queue_rolls(ctx: Ctx, rolls: list[int]) -> None:
     """X1: natural d20s that the next automated checks consume, in order."""
+    check_queue_space(ctx.room, len(rolls))
     queue = ctx.room.queued_rolls
-    if len(queue) + len(rolls) > MAX_QUEUED_ROLLS:
-        raise RuleBroken(
-            f"the dice queue holds at most {MAX_QUEUED_ROLLS} rolls ({len(queue)} queued)"
-        )
     queue.extend(rolls)
     ctx.emit("rolls_queued", rolls=list(rolls), queued=len(queue))

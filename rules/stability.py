@@ -4,9 +4,9 @@ character, the healer who tends it, and the wake-up after the eighth hour."""
 from __future__ import annotations
 
 from rules.conditions import become
-from rules.context import Ctx
+from rules.context import Actor, Ctx
 from rules.errors import RuleBroken
-from rules.model import HOUR, Character
+from rules.model import HOUR, Character, Room
 from rules.rest import recover
 
 STABILITY_CHECKS = 8  # L1/L2: +1 h ... +8 h
@@ -65,33 +65,73 @@ def stability_check(ctx: Ctx, c: Character) -> None:
         become(ctx, c, "conscious", "long_rest")
 
 
-def tend(ctx: Ctx, healer: Character, patient: Character) -> None:
-    """L4: a conscious character tends a stable one (one healer per patient)."""
-    if healer.id == patient.id:
-        raise RuleBroken("a character cannot tend itself (L4)")
+def check_healer(healer: Character) -> None:
+    """L4: who may tend: a conscious character that is not resting."""
     if healer.condition != "conscious":
-        raise RuleBroken(f"{healer.name} is {healer.condition} and cannot tend anyone (L4)")
-    if patient.condition != "stable":
         raise RuleBroken(
-            f"{patient.name} is {patient.condition}: only a stable character is tended (L4)"
-        )
-    if patient.healer == healer.id:
-        raise RuleBroken(f"{healer.name} already tends {patient.name}")
-    if patient.healer is not None:
-        other = ctx.room.characters[patient.healer]
-        raise RuleBroken(
-            f"{patient.name} is already tended by {ctx.actor.name_of(other)}"
-            " (one healer per patient)"
+            f"{healer.name} is {healer.condition} and cannot tend anyone (L4)",
+            "healer_not_conscious",
+            char=healer.id,
+            condition=healer.condition,
         )
     if healer.activity is not None:
-        raise RuleBroken(f"{healer.name} is resting; stop the rest before tending (L4)")
+        raise RuleBroken(
+            f"{healer.name} is resting; stop the rest before tending (L4)",
+            "healer_resting",
+            char=healer.id,
+        )
+
+
+def check_tend_patient(room: Room, actor: Actor, healer: Character, patient: Character) -> None:
+    """L4: who may be tended by `healer`: a stable character nobody tends yet
+    (one healer per patient)."""
+    if patient.condition != "stable":
+        raise RuleBroken(
+            f"{patient.name} is {patient.condition}: only a stable character is tended (L4)",
+            "patient_not_stable",
+            patient=patient.id,
+            condition=patient.condition,
+        )
+    if patient.healer == healer.id:
+        raise RuleBroken(
+            f"{healer.name} already tends {patient.name}",
+            "already_tending",
+            char=healer.id,
+            patient=patient.id,
+        )
+    if patient.healer is not None:
+        other = room.characters[patient.healer]
+        raise RuleBroken(
+            f"{patient.name} is already tended by {actor.name_of(other)} (one healer per patient)",
+            "tended_by_other",
+            patient=patient.id,
+            healer=other.id,
+        )
+
+
+def check_tend(room: Room, actor: Actor, healer: Character, patient: Character) -> None:
+    """L4, in the order apply reports: another character, the healer, the patient."""
+    if healer.id == patient.id:
+        raise RuleBroken("a character cannot tend itself (L4)", "tend_self")
+    check_healer(healer)
+    check_tend_patient(room, actor, healer, patient)
+
+
+def tend(ctx: Ctx, healer: Character, patient: Character) -> None:
+    """L4: a conscious character tends a stable one (one healer per patient)."""
+    check_tend(ctx.room, ctx.actor, healer, patient)
     patient.healer = healer.id
     ctx.emit("tend", char=healer.id, patient=patient.id, outcome="start")
 
 
-def untend(ctx: Ctx, patient: Character) -> None:
+def check_untend(patient: Character) -> None:
     if patient.healer is None:
-        raise RuleBroken(f"nobody tends {patient.name}")
+        raise RuleBroken(f"nobody tends {patient.name}", "untend_nobody", patient=patient.id)
+
+
+def untend(ctx: Ctx, patient: Character) -> None:
+    check_untend(patient)
     healer = patient.healer
+    assert healer is not None
     patient.healer = None
     ctx.emit("tend", char=healer, patient=patient.id, outcome="end", cause="untend")

@@ -22,13 +22,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from rules.clock import advance, give_turn
+from rules.clock import advance, check_combat, check_may_join, check_order, give_turn
 from rules.context import Ctx
-from rules.errors import Conflict, InvalidArgs, RuleBroken
+from rules.errors import Conflict, InvalidArgs
+from rules.model import Room
 from rules.rest import end_rest
 
 
-def check_set_order(a: dict[str, Any]) -> None:
+def check_set_order(room: Room, order: list[str]) -> None:
+    """A running combat; each combatant once; newcomers alive (D6: the dead
+    already in the order may stay)."""
+    check_combat(room, "no combat is running: start one with combat_start")
+    assert room.combat is not None
+    check_order(order)
+    for cid in order:
+        if cid not in room.combat.order:
+            check_may_join(room.characters[cid])
+
+
+def check_turn_arg(a: dict[str, Any]) -> None:
     """`turn` names a place in `order`, or one past its end (the round ends)."""
     if a["turn"] is not None and a["turn"] > len(a["order"]):
         raise InvalidArgs(f"turn must be between 0 and {len(a['order'])} (the order's length)")
@@ -50,18 +62,12 @@ def set_order(ctx: Ctx, order: list[str], turn: int | None) -> None:
     turn passed over (D5 v1.2).
     """
     room = ctx.room
+    check_set_order(room, order)
     combat = room.combat
-    if combat is None:
-        raise RuleBroken("no combat is running: start one with combat_start")
-    if len(set(order)) != len(order):
-        raise RuleBroken("a character can appear only once in the combat order")
+    assert combat is not None
     old = list(combat.order)
     joined = [cid for cid in order if cid not in old]
     left = [cid for cid in old if cid not in order]
-    for cid in joined:
-        c = ctx.char(cid)
-        if c.condition == "dead":
-            raise RuleBroken(f"{c.name} is dead and cannot join a combat (D6)")
     current = combat.current
     if turn is None:
         successor = _successor(old, combat.turn, order)
@@ -138,6 +144,8 @@ def advance_from(ctx: Ctx, seconds: int, start: int | None) -> None:
     if start is not None and start != ctx.room.clock:
         raise Conflict(
             f"the clock is at {ctx.room.clock}, not {start}: that advance was made already"
-            " or is based on an old clock"
+            " or is based on an old clock",
+            "clock_moved",
+            clock=ctx.room.clock,
         )
     advance(ctx, seconds)

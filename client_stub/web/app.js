@@ -20,10 +20,7 @@ const initiativeBonus = {}; // GM's initiative bonus per character (T4), kept fo
 const ASK_ADVANCE_SECONDS = 3600; // an advance this long during a combat asks first
 const names = new Names(); // names by id, kept after people leave
 const patchEvents = new Map(); // version -> its events (history and live)
-const patchBy = new Map(); // version -> the user who sent it
-const patchIds = new Map(); // version -> its command id
 const undone = new Set(); // versions undone since
-const sentOps = new Map(); // command ids this page sent -> op
 let eventText = null;
 let idCounter = 0;
 const idPrefix = `page-${crypto.getRandomValues(new Uint32Array(1))[0].toString(16)}`;
@@ -121,14 +118,10 @@ function sentence(ev) {
 
 function remember(patch) {
   patchEvents.set(patch.v, patch.events || []);
-  if (patch.by) patchBy.set(patch.v, patch.by);
-  if (patch.id) patchIds.set(patch.v, patch.id);
   for (const ev of patch.events || []) if (ev.kind === "undo" && Number.isInteger(ev.undone)) undone.add(ev.undone);
   if (patchEvents.size > KEEP_PATCHES) {
     const oldest = Math.min(...patchEvents.keys());
     patchEvents.delete(oldest);
-    patchBy.delete(oldest);
-    patchIds.delete(oldest);
   }
 }
 
@@ -157,7 +150,6 @@ async function run(op, args, button, resultBox = null) {
   if (!client) return null;
   if (button) button.disabled = true;
   const id = `${idPrefix}-${++idCounter}`;
-  sentOps.set(id, op);
   const waited = !client.connected;
   const expiry = setTimeout(() => client.withdraw(id), WAIT_EXPIRES_MS());
   try {
@@ -175,7 +167,10 @@ async function run(op, args, button, resultBox = null) {
   } finally {
     clearTimeout(expiry);
     showWaiting();
-    if (button) button.disabled = false;
+    if (button) {
+      button.disabled = false;
+      if (client.state) render(); // what may be done now (the button's own state too)
+    }
   }
 }
 
@@ -196,8 +191,10 @@ function isGM() {
   return client?.role === "gm";
 }
 
-function canAct(c) {
-  return isGM() || (!!c.owner && c.owner === client.user);
+/** Can this viewer end `id`'s turn now (the server's affordance)? */
+function mayEndTurn(id) {
+  const entry = id ? affordancesOf(id).end_turn : null;
+  return !!entry && !entry.why;
 }
 
 /** Is this character the user's to play (their own; the GM's own NPCs for the GM)? */
@@ -318,8 +315,7 @@ function updateCard(card, id, c, state) {
   }
   // who sees it: the GM sets it; an owner is told when others see less
   const pick = $(".shown-pick", card);
-  pick.hidden = !isGM();
-  if (isGM() && document.activeElement !== pick) pick.value = c.shown ?? "full";
+  if (document.activeElement !== pick) pick.value = c.shown ?? "full";
   const ownNote = !isGM() && c.owner && c.owner === client.user ? OWN_SHOWN_NOTES[c.shown] : undefined;
   const shownNote = $(".shown-note", card);
   shownNote.hidden = !ownNote;
@@ -367,44 +363,86 @@ function updateCard(card, id, c, state) {
   abil.hidden = dmg.length === 0;
   abil.textContent = dmg.map(([k, v]) => `${k.toUpperCase()} −${v}`).join(" · ");
 
-  // controls by role
-  const dead = c.condition === "dead";
-  $(".gm-only", card).hidden = !isGM();
-  const own = $(".owner-only", card);
-  own.hidden = !canAct(c) || dead || partial;
-  $('[data-action="stabilize"]', card).hidden = c.condition !== "dying";
-  $('[data-action="stay_in_fight"]', card).hidden = c.condition !== "stable";
-  const inCombat = !!combat && combat.order.includes(id);
-  $(".rest-row", card).hidden = c.condition !== "conscious" || (inCombat && !c.activity);
-  $('[data-action="rest"]', card).hidden = !!c.activity;
-  $(".rest-kind", card).hidden = !!c.activity;
-  $('[data-action="stop_rest"]', card).hidden = !c.activity;
-  const hasOwnButtons = $$(".owner-only button", card).some((b) => !b.hidden && !b.closest("[hidden]"));
-  if (!hasOwnButtons) own.hidden = true;
+  // Controls: what this viewer may do now, as the server says it (the
+  // affordances in their state). A button is shown for each action offered,
+  // disabled with its reason for one that cannot be done now.
+  const mine = affordancesOf(id);
+  const gmTools = ["damage", "heal", "ability_damage", "ability_restore"];
+  for (const op of gmTools) offerButton($(`[data-action="${op}"]`, card), mine[op]);
+  $(".gm-only", card).hidden = !gmTools.some((op) => mine[op]);
+  const own = ["stabilize", "stay_in_fight", "rest", "stop_rest"];
+  for (const op of own) offerButton($(`[data-action="${op}"]`, card), mine[op]);
+  offerChoices($(".rest-kind", card), mine.rest, "kind");
+  $(".rest-row", card).hidden = !mine.rest && !mine.stop_rest;
+  $(".owner-only", card).hidden = !own.some((op) => mine[op]);
+  pick.hidden = !mine.update_character;
 
-  // first aid (S1): a dying patient, a conscious medic the user may act as
-  const medics = c.condition === "dying" ? helpers(state, id) : [];
-  $(".aid", card).hidden = medics.length === 0 || client.role === "observer";
+  // first aid (S1) and tending (L4) are offered under the medic or healer:
+  // this card lists those whose offer names this character as the patient.
+  const medics = offering("first_aid", id, state);
+  $(".aid", card).hidden = medics.length === 0;
   fillPicker($(".medic", card), medics);
-
-  // tending (L4): a stable patient, a conscious healer the user may act as;
-  // the GM or the owner of the patient or of its healer may stop it.
-  const tended = !!c.healer || !!c.tended;
-  const healers = c.condition === "stable" && !tended ? helpers(state, id) : [];
-  const healerChar = c.healer ? state.characters[c.healer] : null;
-  const mayUntend = tended && (isGM() || canAct(c) || (healerChar && canAct(healerChar)));
-  $(".tend", card).hidden = client.role === "observer" || (healers.length === 0 && !mayUntend);
+  const healers = offering("tend", id, state);
+  offerButton($('[data-action="untend"]', card), mine.untend);
+  $(".tend", card).hidden = healers.length === 0 && !mine.untend;
   $('[data-action="tend"]', card).hidden = healers.length === 0;
   $(".healer-pick", card).hidden = healers.length === 0;
-  $('[data-action="untend"]', card).hidden = !mayUntend;
   fillPicker($(".healer-pick", card), healers);
 }
 
-// Conscious characters, other than `id`, that this user may act as.
-function helpers(state, id) {
-  return Object.entries(state.characters)
-    .filter(([hid, h]) => hid !== id && h.condition === "conscious" && canAct(h))
+/** This viewer's affordances: {chars, room, undo}, empty from a server that predates them. */
+function affordances() {
+  return client?.state?.affordances ?? { chars: {}, room: {}, undo: null };
+}
+
+/** The actions offered for one character: {op: entry}. */
+function affordancesOf(id) {
+  return affordances().chars?.[id] ?? {};
+}
+
+/** Show a button for an offered action (disabled, with its reason, when not now). */
+function offerButton(btn, entry) {
+  if (!btn) return;
+  if (btn.dataset.title === undefined) btn.dataset.title = btn.title || "";
+  btn.hidden = !entry;
+  btn.disabled = !!entry?.why;
+  if (entry?.why) {
+    btn.dataset.why = entry.why.key;
+    btn.title = eventText.reason(entry.why);
+  } else {
+    delete btn.dataset.why;
+    btn.title = btn.dataset.title;
+  }
+}
+
+/** A <select> of an action's fixed choices (a rest's kind): refused ones disabled, with why. */
+function offerChoices(select, entry, arg) {
+  const refused = entry?.refused?.[arg] ?? {};
+  select.hidden = !entry || !!entry.why;
+  for (const option of select.options) {
+    const why = refused[option.value];
+    option.disabled = !!why;
+    option.title = why ? eventText.reason(why) : "";
+  }
+  if (select.selectedOptions[0]?.disabled) {
+    const first = [...select.options].find((o) => !o.disabled);
+    if (first) select.value = first.value;
+  }
+}
+
+/** The characters whose `op` (first aid, tend) offers `patient` now, in table order. */
+function offering(op, patient, state) {
+  return Object.entries(affordances().chars ?? {})
+    .filter(([, ops]) => ops[op]?.choices?.patient?.includes(patient))
+    .map(([cid]) => [cid, state.characters[cid]])
+    .filter(([, c]) => c)
     .sort(byTableOrder);
+}
+
+/** The room's action `op` when it can be sent now, else null. */
+function roomAction(op) {
+  const entry = affordances().room?.[op];
+  return entry && !entry.why ? entry : null;
 }
 
 // Refill a <select> of characters only when its options change (keeps the choice).
@@ -489,7 +527,7 @@ function renderTurn(state) {
     ? `Your turn: ${c.name} (round ${combat.round})`
     : `${c.name}'s turn (round ${combat.round})`;
   const end = $("#turn-end");
-  end.hidden = !canAct(c);
+  end.hidden = !mayEndTurn(current);
   end.textContent = `End ${c.name}'s turn`;
 }
 
@@ -523,13 +561,13 @@ function renderCombat(state) {
   $("#combat-unseen").hidden = !combat || current !== null;
   const currentChar = current ? state.characters[current] : null;
   const endTurn = $("#end-turn");
-  endTurn.hidden = !combat || !currentChar || !(isGM() || currentChar.owner === client.user);
+  endTurn.hidden = !combat || !currentChar || !mayEndTurn(current);
   endTurn.textContent = currentChar ? `End ${currentChar.name}'s turn` : "End turn";
-  $("#combat-end").hidden = !combat || !isGM();
-  $("#combat-reroll").hidden = !combat || !isGM();
+  $("#combat-end").hidden = !roomAction("combat_end");
+  $("#combat-reroll").hidden = !combat || !roomAction("roll_initiative");
 
   const setup = $("#combat-setup");
-  setup.hidden = !!combat || !isGM();
+  setup.hidden = !!combat || !affordances().room?.combat_start;
   if (!setup.hidden) renderSetup(state);
 }
 
@@ -537,7 +575,10 @@ function renderSetup(state) {
   const ids = Object.entries(state.characters || {})
     .sort(byTableOrder)
     .map(([id]) => id);
-  if (!setupOrder) setupOrder = ids.map((id) => ({ id, on: state.characters[id].condition !== "dead" }));
+  // who may join a combat: the server's offer of combat_start (its order's choices)
+  const start = affordances().room?.combat_start;
+  const joinable = new Set(start?.choices?.order ?? []);
+  if (!setupOrder) setupOrder = ids.map((id) => ({ id, on: joinable.has(id) }));
   setupOrder = setupOrder.filter((x) => ids.includes(x.id));
   for (const id of ids) if (!setupOrder.some((x) => x.id === id)) setupOrder.push({ id, on: true });
   const list = $("#combat-setup-list");
@@ -573,10 +614,10 @@ function renderSetup(state) {
       return li;
     }),
   );
-  const canJoin = ids.some((id) => state.characters[id].condition !== "dead");
+  const canJoin = !!start && !start.why;
   for (const btn of [$("#combat-start"), $("#combat-initiative")]) {
     btn.disabled = !canJoin;
-    btn.title = canJoin ? "" : "No character can fight yet: add one in Table setup";
+    btn.title = canJoin || !start?.why ? "" : eventText.reason(start.why);
   }
 }
 
@@ -637,7 +678,7 @@ function setupSummary(state) {
 
 function renderTableSetup(state) {
   const box = $("#setup");
-  box.hidden = !isGM();
+  box.hidden = !affordances().room?.update_room;
   if (box.hidden) return;
   if (!setupOpened) {
     setupOpened = true; // open it once on arrival when the table is still empty
@@ -891,32 +932,30 @@ async function onCharSubmit(ev) {
 
 // --- undo ---------------------------------------------------------------------
 
-/** The version undo would revert, among those the page knows: the newest one
- * not undone yet whose command can be undone (user and token commands, and
- * undos themselves, are skipped, as the server does). */
-function undoTarget() {
-  const versions = [...patchEvents.keys()].sort((a, b) => b - a);
-  for (const v of versions) {
-    if (undone.has(v)) continue;
-    const kinds = (patchEvents.get(v) || []).map((e) => e.kind);
-    if (kinds.length && kinds.every((k) => k === "user" || k === "undo")) continue;
-    return v;
-  }
-  return null;
+/** The undo button, from what the server says an undo would revert now. */
+function renderUndo() {
+  const btn = $("#undo");
+  if (!btn) return;
+  const undo = affordances().undo;
+  btn.hidden = !undo;
+  btn.disabled = !undo || "why" in undo;
+  btn.title = !undo ? "" : undo.why ? eventText.reason(undo.why) : `Reverts v${undo.v}: ${undoPhrase(undo)}`;
+  btn.dataset.undo = undo && !undo.why ? String(undo.v) : "";
+}
+
+/** What the undo would revert, in words ("Bastien's first aid on Chloe"). */
+function undoPhrase(undo) {
+  return eventText.command(undo.op, patchEvents.get(undo.v)) ?? `version ${undo.v} by ${userName(undo.by)}`;
 }
 
 async function onUndo(btn) {
-  const v = undoTarget();
-  let title = "Undo the latest command?";
-  let lines = ["It is reverted as a new version; undo again to walk further back."];
-  if (v !== null) {
-    const events = patchEvents.get(v) || [];
-    const op = sentOps.get(patchIds.get(v)); // known for this page's own commands only
-    const by = patchBy.get(v);
-    const said = op ? eventText.command(op, events) : null;
-    title = said ? `Undo ${said}?` : `Undo version ${v}${by ? ` by ${userName(by)}` : ""}?`;
-    lines = events.length ? events.map(sentence) : lines;
-  }
+  const undo = affordances().undo;
+  if (!undo || undo.why) return;
+  const events = patchEvents.get(undo.v) || [];
+  const title = `Undo ${undoPhrase(undo)}?`;
+  const lines = events.length
+    ? events.map(sentence)
+    : ["It is reverted as a new version; undo again to walk further back."];
   if (!(await confirmDialog(title, lines, "Undo"))) return;
   const ack = await run("undo", {}, btn);
   if (!ack) return;
@@ -948,7 +987,8 @@ function render() {
   $("#clock").textContent = formatClock(state.clock);
   $("#clock").dataset.seconds = String(state.clock);
   $("#version").textContent = `v${client.version}`;
-  $("#gm-controls").hidden = !isGM();
+  $("#gm-controls").hidden = !affordances().room?.advance_clock;
+  renderUndo();
   const queued = state.queued_rolls || [];
   $("#queued-rolls").textContent = queued.length ? `queued: ${queued.join(", ")}` : "no queued d20";
   $('[data-seconds="round"]').title = `One round (${state.round_seconds ?? 6} s)`;
@@ -1068,8 +1108,8 @@ function wireControls() {
     run("roll_initiative", { chars, bonus: bonusesFor(chars) }, ev.currentTarget);
   });
   $("#combat-reroll").addEventListener("click", (ev) => {
-    const order = client.state.combat?.order ?? [];
-    run("roll_initiative", { bonus: bonusesFor(order.filter((id) => client.state.characters[id]?.condition !== "dead")) }, ev.currentTarget);
+    const chars = roomAction("roll_initiative")?.choices?.chars ?? []; // who rolls now (the server says)
+    run("roll_initiative", { chars, bonus: bonusesFor(chars) }, ev.currentTarget);
   });
   wireTableSetup();
 }

@@ -105,6 +105,20 @@ export class EventText {
     return out;
   }
 
+  /** Why an action cannot be done now (an affordance's `why`), in words. */
+  reason(why) {
+    const rule = this.texts.reasons?.[why?.key];
+    if (rule === undefined) return String(why?.key ?? "not possible now").replaceAll("_", " ");
+    const out = [];
+    this.#rule(rule, why, (f) => why[f], out);
+    return out.map(([text]) => text).join("");
+  }
+
+  /** An action's label (the `actions` table). */
+  action(op) {
+    return this.texts.actions?.[op] ?? String(op).replaceAll("_", " ");
+  }
+
   /** What a command did, from its op and events; null when they do not say enough. */
   command(op, events) {
     const template = this.texts.commands[op];

@@ -1,60 +1,58 @@
-// What a player may do for one character, from the room's state: the
-// buttons of the sheet's vtt-sync panel. The server decides (it refuses
-// anything the rules forbid); this only hides buttons that would surely be
-// refused, so a player sees what is possible now.
+// What a player may do for one character: the buttons of the sheet's
+// vtt-sync panel, read from what the server says this user may do now
+// (`state.affordances`, kept current by the patches: docs/protocol.md).
+// No rule is worked out here: the server's rules decide, and every button
+// shown is a command the server accepts now.
 
-/** S3: a quarter of pp_max, at least 1, at most 3 (rules/stabilizing.py). */
-export function stabilizeCost(char) {
-  return Math.min(3, Math.max(1, Math.floor(char.pp_max / 4)));
-}
+/** Button labels (lang/en.json, VTTSYNC.Action.<key>) of each op. */
+const KEYS = {
+  first_aid: "FirstAid",
+  tend: "Tend",
+  untend: "Untend",
+  stop_rest: "StopRest",
+  stabilize: "Stabilize",
+  stay_in_fight: "StayInFight",
+};
+const REST_KEYS = { short: "RestShort", night: "RestNight", bed: "RestBed" };
 
-function inCombat(state, id) {
-  return Boolean(state.combat && state.combat.order.includes(id));
-}
+/** The order of the panel's buttons. */
+const ORDER = ["first_aid", "tend", "untend", "stop_rest", "rest", "stabilize", "stay_in_fight"];
 
 /**
- * The actions available to the character `id`: [{op, args, key, name?}],
- * `key` naming the button's label (lang/en.json, VTTSYNC.Action.<key>),
- * `name` the other character concerned, if any.
+ * The actions available to the character `id` now: [{op, args, key, name?}],
+ * `key` naming the button's label, `name` the other character concerned.
+ * Stopping a tending is offered on the patient's sheet and on its healer's.
  */
 export function availableActions(state, id) {
   const c = state?.characters?.[id];
-  if (!c) return [];
+  const chars = state?.affordances?.chars;
+  if (!c || !chars) return [];
+  const mine = chars[id] ?? {};
+  const nameOf = (cid) => state.characters[cid]?.name ?? cid;
   const out = [];
-  const others = Object.entries(state.characters).filter(([oid]) => oid !== id);
-  if (c.condition === "conscious") {
-    for (const [pid, p] of others) {
-      if (p.condition === "dying") {
-        out.push({ op: "first_aid", args: { char: id, patient: pid }, key: "FirstAid", name: p.name });
+  for (const op of ORDER) {
+    if (op === "untend") {
+      for (const [pid, ops] of Object.entries(chars)) {
+        const entry = ops.untend;
+        const patient = state.characters[pid];
+        if (!entry || entry.why || !patient || (pid !== id && patient.healer !== id)) continue;
+        out.push({ op, args: { ...entry.args }, key: KEYS.untend, name: patient.name });
       }
+      continue;
     }
-    const tending = others.filter(([, p]) => p.healer === id);
-    if (!c.activity) {
-      for (const [pid, p] of others) {
-        if (p.condition === "stable" && !p.healer) {
-          out.push({ op: "tend", args: { char: id, patient: pid }, key: "Tend", name: p.name });
-        }
+    const entry = mine[op];
+    if (!entry || entry.why) continue;
+    if (op === "rest") {
+      for (const kind of entry.choices?.kind ?? []) {
+        out.push({ op, args: { ...entry.args, kind }, key: REST_KEYS[kind] ?? "Rest" });
       }
+    } else if (entry.choices?.patient) {
+      for (const pid of entry.choices.patient) {
+        out.push({ op, args: { ...entry.args, patient: pid }, key: KEYS[op], name: nameOf(pid) });
+      }
+    } else {
+      out.push({ op, args: { ...entry.args }, key: KEYS[op] });
     }
-    for (const [pid, p] of tending) {
-      out.push({ op: "untend", args: { patient: pid }, key: "Untend", name: p.name });
-    }
-    if (c.activity) {
-      out.push({ op: "stop_rest", args: { char: id }, key: "StopRest" });
-    } else if (!inCombat(state, id) && !tending.length) {
-      if (c.pp >= 1) out.push({ op: "rest", args: { char: id, kind: "short" }, key: "RestShort" });
-      out.push({ op: "rest", args: { char: id, kind: "night" }, key: "RestNight" });
-      out.push({ op: "rest", args: { char: id, kind: "bed" }, key: "RestBed" });
-    }
-  } else if (c.condition === "dying") {
-    if (!c.regained_this_turn && c.pp >= stabilizeCost(c)) {
-      out.push({ op: "stabilize", args: { char: id }, key: "Stabilize" });
-    }
-  } else if (c.condition === "stable") {
-    if (!c.regained_this_turn && c.pp >= 1) {
-      out.push({ op: "stay_in_fight", args: { char: id }, key: "StayInFight" });
-    }
-    if (c.healer) out.push({ op: "untend", args: { patient: id }, key: "Untend", name: c.name });
   }
   return out;
 }

@@ -126,6 +126,35 @@ MAX_CONNECTIONS_PER_ROOM = 256
 # Admin sessions at once (scripts): few are needed.
 MAX_ADMIN_CONNECTIONS = 16
 
+# --- Workers (`serve --workers N`, ops/workers.py) ------------------------
+
+# Server processes one supervisor runs: one per core is the point; past a
+# few dozen, SQLite's single writer and the leases' renewals are the limit,
+# and a bigger host belongs on PostgreSQL with nodes on several machines.
+MAX_WORKERS = 64
+
+# A worker that dies is started again after this long, doubled after each
+# death that came soon after its start, up to the maximum: a worker that
+# cannot start (a port taken) must not spin the CPU.
+WORKER_RESTART_SECONDS = 0.5
+WORKER_RESTART_MAX_SECONDS = 30.0
+
+# A worker that ran this long before dying was healthy: its next restart
+# waits the shortest delay again.
+WORKER_HEALTHY_SECONDS = 10.0
+
+# The most a worker may take to start listening before the supervisor gives
+# up (opening a large database, migrating it).
+WORKER_START_SECONDS = 120.0
+
+# Connections waiting to be accepted on the port the workers share
+# (asyncio's own default for a server's socket).
+WORKERS_LISTEN_BACKLOG = 100
+
+# How often a worker checks that its supervisor still lives: a worker left
+# alone (its supervisor killed) drains and stops within this long.
+WORKER_ORPHAN_CHECK_SECONDS = 1.0
+
 # --- Per-client outgoing bytes (PROTOCOL.md: 1013 for slow readers) -------
 
 # Bytes written for one client and not yet taken by its connection (the

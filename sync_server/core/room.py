@@ -82,9 +82,8 @@ class CommandIn:
 @attrs.define(eq=False)
 class PatchView:
     """How one patch looks to each viewer (per-role views, rules/view.py,
-    and command ids): viewers are grouped by `key`, each group's frame
-    built once; None for those who get the plain patch (the GM and admin,
-    who see everything).
+    command ids and affordances): viewers are grouped by `key`, each
+    group's frame built once; None for those who get the plain patch.
 
     `views` is what the version stores for its viewers (storage.base's
     `Views`: the public view and the players whose own differs from it),
@@ -98,29 +97,56 @@ class PatchView:
     about (the Foundry module's name the actor). So a patch that is the
     same for all costs one more encoding (the one without the id), and a
     restricted one one more per view class the sender's own patch adds:
-    never one per viewer."""
+    never one per viewer.
+
+    `afford`: the ops of each affordance class whose affordances the patch
+    changes (see `afford_class`); affordance ops are not stored (see
+    `patches_after`)."""
 
     patch: dict[str, Any]
     views: Views | None
+    afford: dict[Any, list[Any]] = attrs.Factory(dict)
 
     def _own(self, viewer: rules.Viewer) -> bool:
         return viewer.user is not None and viewer.user == self.patch["by"]
 
     def key(self, viewer: rules.Viewer) -> Any:
-        if viewer.sees_all:
-            return None
-        cls = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
-        return (OWN_ID, cls) if self._own(viewer) else cls
+        base: Any = None
+        if not viewer.sees_all:
+            seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
+            base = (OWN_ID, seen) if self._own(viewer) else seen
+        cls = afford_class(viewer)
+        return (base, cls) if cls in self.afford else base
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
         p = self.patch
-        if viewer.sees_all:
-            return p
-        if self.views is None:
-            ops, events = p["ops"], p["events"]
-        else:
-            ops, events = view_ops_events(self.views, viewer)
-        return {**p, "ops": ops, "events": events, "id": p["id"] if self._own(viewer) else None}
+        if not viewer.sees_all:
+            if self.views is None:
+                ops, events = p["ops"], p["events"]
+            else:
+                ops, events = view_ops_events(self.views, viewer)
+            p = {**p, "ops": ops, "events": events, "id": p["id"] if self._own(viewer) else None}
+        extra = self.afford.get(afford_class(viewer))
+        if extra:
+            p = {**p, "ops": [*p["ops"], *extra]}
+        return p
+
+
+AFFORDANCES = "affordances"  # the key of a viewer's affordances in their view
+
+
+def afford_class(viewer: rules.Viewer | None) -> Any:
+    """Viewers with equal keys may do the same things (rules/affordances.py):
+    every GM; each player (what they may do follows what they own);
+    observers and admins send nothing, so their affordances never change
+    (None: no patch ever carries ops for them)."""
+    if viewer is None:
+        return None
+    if viewer.role == "gm":
+        return "gm"
+    if viewer.role == "player":
+        return ("player", viewer.user)
+    return None
 
 
 @attrs.frozen
@@ -160,15 +186,27 @@ class LogReader(Protocol):
         """The latest undoable version not yet undone, or None."""
         ...
 
+    def next_undo_target(self) -> UndoTarget | None:
+        """The one an undo reverts after `undo_target` is undone, or None."""
+        ...
+
 
 @attrs.frozen
 class StaticLog:
-    """A `LogReader` over a value fetched beforehand."""
+    """A `LogReader` over values fetched beforehand."""
 
     target: UndoTarget | None = None
+    after: UndoTarget | None = None
 
     def undo_target(self) -> UndoTarget | None:
         return self.target
+
+    def next_undo_target(self) -> UndoTarget | None:
+        return self.after
+
+
+def undo_entry(target: UndoTarget | None) -> rules.UndoEntry | None:
+    return None if target is None else rules.UndoEntry(target.v, target.op, target.user)
 
 
 # --- what the host carries out, in order ---------------------------------------
@@ -247,6 +285,8 @@ class _Batch:
     patches: list[tuple[dict[str, Any], PatchView]] = attrs.Factory(list)
     dedup_keys: list[tuple[str, str]] = attrs.Factory(list)
     tokens: list[tuple[tuple[str, str, str], str]] = attrs.Factory(list)
+    undo: rules.UndoEntry | None = None
+    afford: dict[Any, dict[str, Any]] | None = None
 
 
 class RoomCore:
@@ -262,6 +302,7 @@ class RoomCore:
         recent_tokens: RecentTokens,
         limits: Limits | None = None,
         check_invariants: bool = False,
+        affordances: bool = True,
     ) -> None:
         self.limits = limits or Limits()
         self.room_id = loaded.room
@@ -292,6 +333,18 @@ class RoomCore:
         self.recent_tokens = recent_tokens
         self.check_invariants = check_invariants
         self._batch: _Batch | None = None
+        # Patches up to this version came from the log: they carry no
+        # affordance ops (those are not stored; see `patches_after`).
+        self.loaded_v = loaded.v
+        # What `undo` would revert now, and each affordance class's
+        # affordances at the current version (None when affordances are
+        # off: Config.affordances).
+        self.undo: rules.UndoEntry | None = undo_entry(loaded.undo)
+        # The rules' answers kept between commands (a cache: rules.RuleTable).
+        self._rule_table = rules.RuleTable()
+        self.afford: dict[Any, dict[str, Any]] | None = (
+            self._affordances(self.room, self.undo) if affordances else None
+        )
         # What is stored: what readers outside the room's queue see.
         self.committed: tuple[dict[str, Any], int, dict[str, int]] = (
             self.state,
@@ -389,7 +442,14 @@ class RoomCore:
 
     def _open(self) -> _Batch:
         if self._batch is None:
-            self._batch = _Batch(self.room, self.state, self.v, dict(self.epochs))
+            self._batch = _Batch(
+                self.room,
+                self.state,
+                self.v,
+                dict(self.epochs),
+                undo=self.undo,
+                afford=self.afford,
+            )
         return self._batch
 
     def commit(self) -> list[RememberToken]:
@@ -433,6 +493,7 @@ class RoomCore:
                 batch.v,
                 batch.epochs,
             )
+            self.undo, self.afford = batch.undo, batch.afford
             for key in batch.dedup_keys:
                 self.dedup.pop(key, None)
         return [internal(d.reply.get("id")) if d.pending else d for d in decisions]
@@ -543,6 +604,9 @@ class RoomCore:
             ack_result=ack_result,
             undoable=out.undoable,
             touched=out.touched,
+            undo_after=rules.UndoEntry(self.v + 1, c.op, c.actor.user)
+            if out.undoable
+            else self.undo,
             token_set=tuple(token_set),
             token_del=tuple(token_del),
             closes=tuple(closes),
@@ -576,7 +640,8 @@ class RoomCore:
             return internal(c.cmd_id, "undo must be evaluated alone, with the log; retry")
         target = reader.undo_target()
         if target is None:
-            return refusal(c.cmd_id, "conflict", "nothing to undo")
+            nothing = rules.nothing_to_undo()
+            return refusal(c.cmd_id, nothing.code, nothing.message)
         try:
             room = rules.revert(self.room, self.state, target.inverse, target.v)
         except rules.Refused as refused:
@@ -592,6 +657,7 @@ class RoomCore:
             result=result,
             ack_result=dict(result),
             undoable=False,
+            undo_after=undo_entry(reader.next_undo_target()),
             undoes=target.v,
         )
 
@@ -606,6 +672,7 @@ class RoomCore:
         result: dict[str, Any],
         ack_result: dict[str, Any],
         undoable: bool,
+        undo_after: rules.UndoEntry | None,
         undoes: int | None = None,
         touched: frozenset[str] | None = None,
         token_set: tuple[tuple[str, bytes], ...] = (),
@@ -659,9 +726,11 @@ class RoomCore:
             token_del=token_del,
             views=views,
         )
-        view = PatchView(patch, views)
+        afford, afford_ops = self._afford_after(new_room, undo_after)
+        view = PatchView(patch, views, afford_ops)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
+        self.undo, self.afford = undo_after, afford
         self.dedup[key] = (v, result, record.ts)
         batch.records.append(record)
         batch.patches.append((patch, view))
@@ -675,6 +744,44 @@ class RoomCore:
             pending=True,
             view=view,
         )
+
+    # --- affordances ----------------------------------------------------------
+
+    def _affordances(
+        self, room: rules.Room, undo: rules.UndoEntry | None
+    ) -> dict[Any, dict[str, Any]]:
+        """Each affordance class's affordances (`afford_class`): the GMs',
+        and each player's. Observers' never change: not kept."""
+        viewers: dict[Any, rules.Viewer] = {}
+        for uid, user in room.users.items():
+            viewer = rules.Viewer(uid, user.role)
+            cls = afford_class(viewer)
+            if cls is not None and cls not in viewers:
+                viewers[cls] = viewer
+        found = rules.affordances_for(room, list(viewers.values()), undo, self._rule_table)
+        return dict(zip(viewers, found, strict=True))
+
+    def _afford_after(
+        self, room: rules.Room, undo: rules.UndoEntry | None
+    ) -> tuple[dict[Any, dict[str, Any]] | None, dict[Any, list[Any]]]:
+        """The affordances after a command, and the ops that bring each
+        class's from the current ones to them (only classes that change)."""
+        if self.afford is None:
+            return None, {}
+        after = self._affordances(room, undo)
+        ops: dict[Any, list[Any]] = {}
+        for cls, now in after.items():
+            changed = rules.diff(self.afford.get(cls, {}), now, (AFFORDANCES,))
+            if changed:
+                ops[cls] = changed
+        return after, ops
+
+    def affordances_of(self, viewer: rules.Viewer) -> dict[str, Any]:
+        """What `viewer` may do now (rules/affordances.py)."""
+        cls = afford_class(viewer)
+        if self.afford is not None and cls in self.afford:
+            return self.afford[cls]
+        return rules.affordances(self.room, viewer, self.undo)
 
     # --- joins and sync -------------------------------------------------------
 
@@ -694,10 +801,17 @@ class RoomCore:
         if self.recent and self.recent[0]["v"] <= since + 1:
             start = since + 1 - self.recent[0]["v"]
             patches = list(itertools.islice(self.recent, start, None))
-            if viewer is None or viewer.sees_all:
+            if viewer is None or (viewer.sees_all and self.afford is None):
                 return patches
             views = list(itertools.islice(self.recent_views, start, None))
-            return [view.render(viewer) for view in views]
+            out = [view.render(viewer) for view in views]
+            if self.afford is not None and out and since < self.loaded_v:
+                # Patches from the log carry no affordance ops: the last one
+                # sets what the viewer may do now, whole.
+                last = out[-1]
+                op = ["set", [AFFORDANCES], self.affordances_of(viewer)]
+                out[-1] = {**last, "ops": [*last["ops"], op]}
+            return out
         return None
 
     def history(self, limit: int, viewer: rules.Viewer | None = None) -> list[dict[str, Any]]:
@@ -717,9 +831,16 @@ class RoomCore:
         return out
 
     def view(self, viewer: rules.Viewer | None, memo: Any = None) -> dict[str, Any]:
-        """The state as `viewer` may see it (the state itself for the GM);
-        `memo` (rules.view.new_memo) shares status views between calls."""
-        return self.state if viewer is None else rules.view_state(self.state, viewer, memo)
+        """The state as `viewer` may see it, with what they may do now
+        (`affordances`, unless Config.affordances is off); the state itself
+        for None (the server's own reads). `memo` (rules.view.new_memo)
+        shares status views between calls."""
+        if viewer is None:
+            return self.state
+        seen = rules.view_state(self.state, viewer, memo)
+        if self.afford is None:
+            return seen
+        return {**seen, AFFORDANCES: self.affordances_of(viewer)}
 
     def viewer(self, user: str) -> rules.Viewer | None:
         """Who `user` is, for views (None if no longer in the room)."""

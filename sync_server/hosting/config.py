@@ -47,6 +47,10 @@ class Config:
     synchronous: str = "FULL"
     # Check the rules' invariants after every command (tests, fuzzing).
     check_invariants: bool = False
+    # Each viewer's view carries what they may do now (rules/affordances.py),
+    # kept current by the patches. Off only to measure its cost (the server
+    # bench runs both).
+    affordances: bool = True
     limits: Limits = attrs.Factory(Limits)
     # Write shared pre-serialized frames straight to transports (ws_fastpath.py).
     fast_fanout: bool = True
@@ -78,3 +82,14 @@ class Config:
     database: str | None = None
     node_id: str | None = None
     lease_seconds: float = LEASE_SECONDS
+    # Workers mode (`serve --workers N`, ops/workers.py): this server is one
+    # of several processes a supervisor started on the same data directory.
+    # `worker_leases`: on SQLite, its rooms' leases are in the database file
+    # (cluster/sqlite_leases.py), so it is a cluster node like a PostgreSQL
+    # one. `lock_fd`: the supervisor's data directory lock, inherited (one
+    # supervisor per directory, as one server). `listen_fd`: the listening
+    # socket every worker accepts on (the port users open), besides the
+    # worker's own address that redirects name.
+    worker_leases: bool = False
+    lock_fd: int | None = None
+    listen_fd: int | None = None

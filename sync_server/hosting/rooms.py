@@ -181,6 +181,7 @@ class RoomServices:
     limits: Limits = attrs.Factory(Limits)
     clock: Clock = attrs.Factory(SystemClock)
     check_invariants: bool = False
+    affordances: bool = True  # Config.affordances
     new_token: Callable[[], str] = new_token
     # Who serves which room (cluster mode); alone on its storage, every room.
     leases: Leases = attrs.Factory(SingleNodeLeases)
@@ -345,7 +346,12 @@ class RoomHost:
         try:
             reader = None
             if batch.reads_log:
-                reader = StaticLog(await services.storage.undo_target(self.room_id))
+                storage = services.storage
+                target = await storage.undo_target(self.room_id)
+                after = None
+                if target is not None:  # what the next undo reverts (the GM's affordances)
+                    after = await storage.undo_target(self.room_id, target.v)
+                reader = StaticLog(target, after)
             core.evaluate_batch(batch, reader)
             if batch.records:
                 await services.storage.commit(
@@ -576,6 +582,7 @@ class Rooms:
             recent_tokens=s.tokens,
             limits=s.limits,
             check_invariants=s.check_invariants,
+            affordances=s.affordances,
         )
 
     async def get(self, room: str) -> RoomHost | None:
@@ -631,9 +638,13 @@ class Rooms:
         if stored is None or (room not in self.known and not self.cluster):
             await self._release(room)
             return None
-        host = RoomHost(
-            self.new_core(replay(stored, limits.recent_patches_in_memory)), self.services
-        )
+        try:
+            undo = await self.services.storage.undo_target(room)
+        except BaseException:
+            await self._release(room)
+            raise
+        loaded = attrs.evolve(replay(stored, limits.recent_patches_in_memory), undo=undo)
+        host = RoomHost(self.new_core(loaded), self.services)
         host.on_drop = self._dropped
         self.hosts[room] = host
         self.created(room)

@@ -28,7 +28,8 @@ from websockets.asyncio.server import ServerConnection, serve
 
 import rules
 from sync_server import __version__
-from sync_server.cluster.leases import LeaseKeeper, leases_for
+from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
+from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
 from sync_server.core.limits import (
     MAX_FRAME_BYTES,
@@ -112,7 +113,16 @@ class Server:
         self.storage: Storage = storage or self._default_storage()
         # Who serves which room: the database's leases in cluster mode, or
         # "every room is mine" alone on SQLite (ownership.py).
-        self.leases = leases_for(self.storage)
+        self.leases: Leases = leases_for(self.storage)
+        if config.worker_leases and isinstance(self.storage, SqliteStorage):
+            # A worker on a shared SQLite file: leases in that file.
+            self.leases = SqliteLeases(
+                self.storage,
+                node_id=config.node_id or "pending",
+                public_url=config.public_url or "",
+                lease_seconds=config.lease_seconds,
+                clock=self.clock,
+            )
         self.keeper = LeaseKeeper(self.leases, self._lost_rooms, self.clock)
         self.dice: rules.Dice = config.dice if config.dice is not None else rules.ServerDice()
         self.activity = Activity(config.log_summary_seconds)
@@ -127,6 +137,7 @@ class Server:
                 limits=self.limits,
                 clock=self.clock,
                 check_invariants=config.check_invariants,
+                affordances=config.affordances,
                 leases=self.leases,
                 activity=self.activity,
             )
@@ -158,6 +169,8 @@ class Server:
         self._lock = DataDirLock(config.data_dir)
         self._ws: WsServer | None = None
         self.api: Api | None = None
+        # Workers mode: the socket every worker accepts on (config.listen_fd).
+        self._shared_ws: WsServer | None = None
         self._closed = False
 
     def _default_storage(self) -> Storage:
@@ -203,7 +216,10 @@ class Server:
         data_dir = self.config.data_dir
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
-            self._lock.acquire()
+            if self.config.lock_fd is not None:
+                self._lock.inherit(self.config.lock_fd)
+            else:
+                self._lock.acquire()
         except OSError as exc:
             raise StorageError(f"cannot use the data directory {data_dir}: {exc}") from exc
         try:
@@ -226,6 +242,13 @@ class Server:
         except BaseException:
             self._lock.release()
             raise
+        if isinstance(self.leases, SqliteLeases):
+            try:
+                await self.leases.open()
+            except BaseException:
+                await self.storage.close()
+                self._lock.release()
+                raise
         await self.rooms.start()
         self._deps = SessionDeps(
             limits=self.limits,
@@ -276,11 +299,8 @@ class Server:
         self.api = Api(
             self._deps, allowed_origins=self.config.allowed_origins, documents=api_document
         )
-        self._ws = await serve(
-            self._handle,
-            self.config.host,
-            self.config.port,
-            subprotocols=list(protocol.SUBPROTOCOLS),  # type: ignore[arg-type]
+        options: dict[str, Any] = dict(
+            subprotocols=list(protocol.SUBPROTOCOLS),
             select_subprotocol=cast(Any, select_subprotocol),  # codec stays websockets-free
             process_request=routes.process_request,
             # Frames are small and encoded once for everyone; per-connection
@@ -296,8 +316,12 @@ class Server:
             # Our name only: no library or Python versions for a scanner.
             server_header=SERVER_HEADER,
             ssl=None if self.tls is None else self.tls.context,
-            create_connection=door_factory(self.api.connection),  # type: ignore[arg-type]
+            create_connection=door_factory(self.api.connection),
         )
+        self._ws = await serve(self._handle, self.config.host, self.config.port, **options)
+        if self.config.listen_fd is not None:
+            shared = socket.socket(fileno=self.config.listen_fd)
+            self._shared_ws = await serve(self._handle, sock=shared, **options)
         if self.cluster:
             if not self.leases.public_url:
                 host = self.config.host
@@ -392,6 +416,8 @@ class Server:
         drain = self.limits.shutdown_drain_seconds
         if self._ws is not None:
             self._ws.server.close()  # stop accepting; open connections stay
+        if self._shared_ws is not None:
+            self._shared_ws.server.close()  # the other workers go on accepting
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await self.rooms.drain()
@@ -413,10 +439,13 @@ class Server:
                     *(s.outbox.flushed() for s in list(self.sessions) if s.outbox is not None),
                     return_exceptions=True,
                 )
-        if self._ws is not None:
-            self._ws.close(code=code, reason=reason)
-            await self._ws.wait_closed()
+        for ws in (self._ws, self._shared_ws):
+            if ws is not None:
+                ws.close(code=code, reason=reason)
+                await ws.wait_closed()
         await self.rooms.stop()
+        if isinstance(self.leases, SqliteLeases):
+            await self.leases.close()
         await self.storage.close()
         self._lock.release()
         self.activity.close()

@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from sync_server.cluster.leases import LEASE_SECONDS
-from sync_server.core.limits import PLAYER_BURST, PLAYER_RATE_PER_SECOND
+from sync_server.core.limits import MAX_WORKERS, PLAYER_BURST, PLAYER_RATE_PER_SECOND
 from sync_server.core.ratelimit import RateSpec
 
 ENV_PREFIX = "VTT_SYNC_"
@@ -313,6 +313,14 @@ SETTINGS: tuple[Setting, ...] = (
         "SQLite durability: FULL survives power loss, NORMAL a process crash",
     ),
     _server(
+        "affordances",
+        BOOL,
+        True,
+        "put in each viewer's view what they may do now (docs/protocol.md); false only to "
+        "measure its cost (the server bench)",
+        flag="",
+    ),
+    _server(
         "allowed_origins",
         ORIGINS,
         (),
@@ -401,6 +409,14 @@ SETTINGS: tuple[Setting, ...] = (
         LEASE_SECONDS,
         "cluster mode: a room's lease; a dead node's rooms move after at most this long",
         metavar="SECONDS",
+    ),
+    Setting(
+        "workers",
+        _integer(1, MAX_WORKERS),
+        1,
+        "server processes on this machine, on the same data: one per core; each room is "
+        "served by one of them, the others redirect its clients there (docs/cluster.md)",
+        metavar="N",
     ),
     Setting(
         "log_level",

@@ -30,6 +30,7 @@ from sync_server.storage.base import (
     VersionConflict,
     VersionRecord,
     replay,
+    undo_bound,
 )
 
 __all__ = [
@@ -50,4 +51,5 @@ __all__ = [
     "VersionConflict",
     "VersionRecord",
     "replay",
+    "undo_bound",
 ]

@@ -244,6 +244,9 @@ class LoadedRoom:
     state: dict[str, Any]
     recent: list[PatchRow]
     dedup: list[DedupEntry]
+    # What `undo` would revert now (the host reads it with the room): the
+    # GM's affordances show it.
+    undo: UndoTarget | None = None
 
 
 def replay(stored: StoredRoom, recent: int) -> LoadedRoom:
@@ -262,6 +265,15 @@ def replay(stored: StoredRoom, recent: int) -> LoadedRoom:
         v = row.v
     tail = [row for row in stored.log if row.v > v - recent]
     return LoadedRoom(stored.room, v, state, tail, stored.dedup)
+
+
+# Versions are below this: `undo_target(room, before=None)` reads every one.
+NO_VERSION_BOUND = 2**63 - 1
+
+
+def undo_bound(before: int | None) -> int:
+    """The SQL bound of `undo_target`'s `before` (None: no bound)."""
+    return NO_VERSION_BOUND if before is None else before
 
 
 @attrs.frozen
@@ -390,7 +402,12 @@ class Storage(Protocol):
         """(room, user) owning a token hash, or None."""
         ...
 
-    async def undo_target(self, room: str) -> UndoTarget | None: ...
+    async def undo_target(self, room: str, before: int | None = None) -> UndoTarget | None:
+        """The latest undoable version not yet undone (what `undo` reverts),
+        or None; with `before`, the latest such version older than `before`
+        (what the next undo reverts once that one is undone: the GM's
+        affordances say it)."""
+        ...
 
     async def room_summaries(self) -> list[RoomSummary]:
         """Every room (by id) as the admin's list shows it (`RoomSummary`),

@@ -160,13 +160,13 @@ class MemoryStorage:
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         return self._tokens.get(token_hash)
 
-    async def undo_target(self, room: str) -> UndoTarget | None:
+    async def undo_target(self, room: str, before: int | None = None) -> UndoTarget | None:
         r = self._rooms.get(room)
         if r is None:
             return None
         for v in sorted(r.versions, reverse=True):
             rec = r.versions[v]
-            if rec.undoable and v not in r.undone:
+            if rec.undoable and v not in r.undone and (before is None or v < before):
                 return UndoTarget(v, rec.op, rec.user, copy.deepcopy(rec.inverse))
         return None
 

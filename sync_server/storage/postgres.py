@@ -70,6 +70,7 @@ from sync_server.storage import (
     UndoTarget,
     VersionConflict,
     VersionRecord,
+    undo_bound,
 )
 from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
@@ -874,12 +875,13 @@ class PgStorage:
             )
         return None if row is None else (row[0], row[1])
 
-    async def undo_target(self, room: str) -> UndoTarget | None:
+    async def undo_target(self, room: str, before: int | None = None) -> UndoTarget | None:
         async with self._conn() as conn:
             row = await conn.fetchrow(
                 "SELECT v, op, user_id, inverse FROM versions WHERE room = $1 AND undoable"
-                " AND NOT undone ORDER BY v DESC LIMIT 1",
+                " AND NOT undone AND v < $2 ORDER BY v DESC LIMIT 1",
                 room,
+                undo_bound(before),
             )
         return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
 

@@ -47,6 +47,7 @@ from sync_server.storage import (
     UndoTarget,
     VersionConflict,
     VersionRecord,
+    undo_bound,
 )
 from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
@@ -343,6 +344,11 @@ class SqliteStorage:
         self._late = 0.0  # how late the window's wake-ups come (moving average, s)
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
+        # Workers mode (cluster/sqlite_leases.py): called with each commit's
+        # room inside its write transaction, before anything is written;
+        # raises Fenced when this process no longer holds the room. None:
+        # alone on the file, nothing to check.
+        self.fence: Callable[[sqlite3.Connection, str], None] | None = None
 
     # --- lifecycle --------------------------------------------------------
 
@@ -658,6 +664,8 @@ class SqliteStorage:
         head = expected + len(records)
 
         def w(conn: sqlite3.Connection) -> None:
+            if self.fence is not None:  # workers mode: the room's lease, same transaction
+                self.fence(conn, room)
             moved = conn.execute(
                 "UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (head, room, expected)
             ).rowcount
@@ -716,14 +724,14 @@ class SqliteStorage:
 
         return await self._submit(q, write=False)
 
-    async def undo_target(self, room: str) -> UndoTarget | None:
+    async def undo_target(self, room: str, before: int | None = None) -> UndoTarget | None:
         def q(conn: sqlite3.Connection) -> UndoTarget | None:
             # Back along the primary key: the latest versions are the likely
             # targets (no index of its own, see VERSIONS_TABLE).
             row = conn.execute(
-                "SELECT v, user, rec FROM versions WHERE room = ? AND undo = 1"
+                "SELECT v, user, rec FROM versions WHERE room = ? AND undo = 1 AND v < ?"
                 " ORDER BY v DESC LIMIT 1",
-                (room,),
+                (room, undo_bound(before)),
             ).fetchone()
             if row is None:
                 return None

@@ -43,6 +43,7 @@ import rules
 from rules.testing import SHEET
 from sync_server import Config, Server
 from sync_server.core.limits import LIMIT_FIELDS, Limits
+from sync_server.core.room import AFFORDANCES
 from sync_server.wire import frames
 from sync_server.wire.codec import CODECS, JSON, MSGPACK
 
@@ -99,6 +100,29 @@ class Closed(Exception):
     pass
 
 
+def seen_by(state: dict[str, Any], viewer: rules.Viewer) -> dict[str, Any]:
+    """The GM's `state` as `viewer` may see it, affordances included if the
+    GM's state has them (see `RawClient.seen`)."""
+    room = {k: x for k, x in state.items() if k != AFFORDANCES}
+    out = rules.view_state(room, viewer)
+    if AFFORDANCES not in state:
+        return out
+    undo = state[AFFORDANCES].get("undo") or {}
+    entry = None if "why" in undo else rules.UndoEntry(undo["v"], undo["op"], undo["by"])
+    return {**out, AFFORDANCES: rules.affordances(rules.Room.from_dict(room), viewer, entry)}
+
+
+def room_ops(patch: dict[str, Any]) -> dict[str, Any]:
+    """A patch without its ops on what the viewer may do (`affordances`):
+    the change to the room itself, the same for every viewer who sees it."""
+    return {**patch, "ops": [op for op in patch["ops"] if op[1][:1] != [AFFORDANCES]]}
+
+
+def without_affordances(state: dict[str, Any]) -> dict[str, Any]:
+    """A viewer's state without what they may do: the room itself."""
+    return {k: x for k, x in state.items() if k != AFFORDANCES}
+
+
 class RawClient:
     """One raw protocol session, with a mirror of the room."""
 
@@ -122,9 +146,11 @@ class RawClient:
 
     def seen(self, state: dict[str, Any]) -> dict[str, Any]:
         """`state` (the room as the GM sees it) as this client may see it
-        (per-role views): what its mirror must equal."""
+        (per-role views): what its mirror must equal. When the GM's state
+        carries affordances, this client's are worked out again by the rules
+        from the room (and the undo the GM's say), not copied."""
         assert self.user is not None and self.role is not None
-        return rules.view_state(state, rules.Viewer(self.user, self.role))
+        return seen_by(state, rules.Viewer(self.user, self.role))
 
     # sending
     async def send(self, frame: dict[str, Any]) -> None:

@@ -416,12 +416,13 @@ async def test_undo_asks_first_and_says_what_it_undid(browser: Any, table: LiveT
         re.compile(r"^Undid: 4 damage to Aline")
     )
 
-    # someone else's command: the page does not know its op, it shows its events
+    # someone else's command: the server says what undo reverts (its affordances)
     async with Client(table.url, table.token("gm"), ROOM) as other:
         await other.command("damage", char="c3", amount=2)
     await expect(gm.locator('[data-char="c3"] .pe .value')).to_have_text("8 / 10")
+    await expect(gm.locator("#undo")).to_have_attribute("data-undo", str(v + 2))
     await gm.click("#undo")
-    await expect(gm.locator("#confirm-title")).to_have_text(f"Undo version {v + 2} by Maya (GM)?")
+    await expect(gm.locator("#confirm-title")).to_have_text("Undo 2 damage to Chloe?")
     await expect(gm.locator("#confirm-body")).to_have_text("Chloe takes 2 damage (-2 PE, +0 PV)")
     await gm.click("#confirm-ok")
     await expect(gm.locator(".toast.ok .toast-title").first).to_have_text(
@@ -507,6 +508,59 @@ async def test_every_event_reads_the_same_on_the_page_as_in_python(
         ],
     )
     assert said == expected
+    assert page.js_errors == []
+
+
+def reasons_in(value: Any) -> list[dict[str, Any]]:
+    """Every reason (a dict with a `key`) inside some affordances."""
+    if isinstance(value, dict):
+        found = [value] if isinstance(value.get("key"), str) else []
+        return found + [r for v in value.values() for r in reasons_in(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in reasons_in(v)]
+    return []
+
+
+async def test_every_reason_and_action_reads_the_same_on_the_page_as_in_python(
+    browser: Any, table: LiveTable
+) -> None:
+    """The affordances' reasons and labels come from one table of texts too:
+    the page and `vtt-sync client actions` word them alike."""
+    import rules
+    from client_stub.events import TEXTS, EventText, Names
+    from rules.testing import Table
+
+    t = Table()
+    a = t.add("Aline", owner=t.p1, pp=0)
+    b = t.add("Bruno", owner=t.p2)
+    t.add("Liche", shown="hidden")
+    t.down(b)
+    t.do("combat_start", order=[b, a])
+    samples = [{"key": key} for key in TEXTS["reasons"]]
+    for v in (rules.Viewer(t.gm.user, "gm"), rules.Viewer(t.p1.user, "player")):
+        samples += reasons_in(rules.affordances(t.room, v))
+    state = t.room.to_dict()
+    names = Names()
+    names.update(state)
+    text = EventText(names)
+    expected = [[text.reason(r) for r in samples], [text.action(op) for op in TEXTS["actions"]]]
+    page = await open_page(browser, table.page("obs"))
+    said = await page.evaluate(
+        """async ([samples, state, ops]) => {
+          const m = await import("./event-text.js");
+          const known = new m.Names();
+          known.update(state);
+          const text = new m.EventText(await m.loadTexts(), known);
+          return [samples.map((r) => text.reason(r)), ops.map((op) => text.action(op))];
+        }""",
+        [
+            samples,
+            {"characters": state["characters"], "users": state["users"]},
+            list(TEXTS["actions"]),
+        ],
+    )
+    assert said == expected
+    assert "Aline is in a running combat and cannot rest (R4)" in said[0]
     assert page.js_errors == []
 
 
@@ -705,3 +759,116 @@ async def test_a_link_to_another_server_asks_before_sending_the_token(
     await expect(same.locator("#status")).to_have_attribute("data-status", "connected")
     assert len(asked) == 1
     await ctx.close()
+
+
+# Card buttons, and the op whose affordance shows each: on the character's
+# own entry, or (first aid, tending) on a medic's entry naming it as patient.
+CARD_BUTTONS = (
+    "damage", "heal", "ability_damage", "ability_restore", "stabilize",
+    "stay_in_fight", "rest", "stop_rest", "untend", "first_aid", "tend",
+)  # fmt: skip
+PAIRED = ("first_aid", "tend")
+
+
+def expected_buttons(aff: dict[str, Any], cid: str) -> dict[str, bool]:
+    """The card's buttons the affordances call for: action -> enabled."""
+    mine = aff["chars"].get(cid, {})
+    out = {op: "why" not in mine[op] for op in CARD_BUTTONS if op in mine and op not in PAIRED}
+    for op in PAIRED:
+        if any(
+            cid in (e.get(op, {}).get("choices") or {}).get("patient", [])
+            for e in aff["chars"].values()
+        ):
+            out[op] = True
+    return out
+
+
+async def shown_buttons(page: Any, cid: str) -> dict[str, bool]:
+    """The card's visible action buttons: action -> enabled."""
+    return await page.evaluate(
+        """(cid) => {
+          const card = document.querySelector(`#characters [data-char="${cid}"]`);
+          const out = {};
+          for (const b of card.querySelectorAll("button[data-action]")) {
+            if (b.checkVisibility()) out[b.dataset.action] = !b.disabled;
+          }
+          return out;
+        }""",
+        cid,
+    )
+
+
+async def test_the_buttons_are_the_affordances_and_none_is_refused(
+    browser: Any, table: LiveTable
+) -> None:
+    """Over a scripted game, the buttons each page shows are exactly the
+    actions the server offers that viewer (disabled, with the reason, when
+    not now), and pressing the offered ones is never refused: 0 refusals."""
+    from playwright.async_api import expect
+
+    pages = {k: await open_page(browser, table.page(k)) for k in ("gm", "p1", "p2")}
+    for page in pages.values():  # count every refusal the page shows
+        await page.evaluate(
+            """() => {
+              window.refusals = 0;
+              new MutationObserver((muts) => {
+                for (const m of muts) for (const n of m.addedNodes)
+                  if (n.classList?.contains("error")) window.refusals += 1;
+              }).observe(document.querySelector("#errors"), { childList: true });
+            }"""
+        )
+    mirrors = {k: Client(table.url, table.token(k), ROOM) for k in pages}
+    for c in mirrors.values():
+        await c.connect()
+    gm = mirrors["gm"]
+    steps = [
+        ("damage", {"char": "c2", "amount": 80}),  # Bastien dying
+        ("damage", {"char": "c3", "amount": 40}),
+        ("heal", {"char": "c3", "amount": 0, "stabilize": True}),  # Chloe stable
+        ("update_character", {"char": "c1", "set": {"pp": 0}}),  # Aline: no short rest (R1)
+        ("advance_clock", {"seconds": 6}),
+    ]
+    pressed = 0
+    try:
+        for op, args in steps:
+            await gm.command(op, **args)
+            for key, page in pages.items():
+                mirror = mirrors[key]
+                await mirror.wait_version(gm.version)
+                await expect(page.locator("#version")).to_have_text(
+                    f"v{gm.version}", timeout=SYNC_MS
+                )
+                aff = mirror.state["affordances"]
+                for cid in mirror.state["characters"]:
+                    assert await shown_buttons(page, cid) == expected_buttons(aff, cid), (
+                        key,
+                        op,
+                        cid,
+                    )
+                # a disabled button says why, in the table's words
+                why = page.locator("#characters button[data-action][data-why]:visible").first
+                if await why.count():
+                    assert await why.get_attribute("title")
+            # each player presses the first button their cards offer
+            for key in ("p1", "p2"):
+                page, mirror = pages[key], mirrors[key]
+                button = page.locator(
+                    "#characters .owner-only button[data-action]:visible:enabled,"
+                    " #characters .aid button:visible:enabled,"
+                    " #characters .tend button:visible:enabled"
+                ).first
+                if not await button.count():
+                    continue
+                before = gm.version
+                await button.click()
+                pressed += 1
+                await gm.wait_version(before + 1)
+                for other in mirrors.values():
+                    await other.wait_version(gm.version)
+        for page in pages.values():
+            assert await page.evaluate("window.refusals") == 0
+            assert page.js_errors == []
+        assert pressed >= 3
+    finally:
+        for c in mirrors.values():
+            await c.close()

@@ -126,7 +126,10 @@ async def test_cmd_refused_exits_1_with_the_reason_on_stderr(table: LiveTable) -
         table, "cmd", "damage", "char=c1", "amount=1", token=table.token("p1")
     )
     assert (code, out) == (1, "")
-    assert err == "vtt-sync client: refused (forbidden): only the GM may damage\n"
+    assert err == (
+        "vtt-sync client: refused (forbidden): only the GM may damage\n"
+        "vtt-sync client: what you may do now: vtt-sync client actions c1\n"
+    )
     code, out, err = await run(table, "cmd", "--json", "combat_start", 'order=["c1","nobody"]')
     assert code == 1 and out == ""
     assert json.loads(err)["error"] == "not_found"
@@ -330,6 +333,31 @@ async def test_watch_keeps_running_across_a_server_restart(table: LiveTable) -> 
     assert table.token("obs").encode() not in seen
 
 
+async def test_actions_prints_what_you_may_do_now_and_why_not(table: LiveTable) -> None:
+    """`actions` words the server's affordances with the shared table of
+    texts: the player's own character only, each action with the command
+    that sends it, or why not now (R1, S3)."""
+    async with Client(table.url, table.token("gm"), ROOM) as gm:
+        await gm.command("update_character", char="c1", set={"pp": 0})
+    code, out, err = await run(table, "actions", "c1", token=table.token("p1"))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "Aline (c1):"
+    assert (
+        "  Rest (night's rest or bed rest; not short rest: Aline has no PP left for a short"
+        " rest (R1))"
+    ) in lines
+    assert '      vtt-sync client cmd rest char="c1" kind=<night|bed>' in lines
+    assert "  Stabilize: not now: Aline is conscious: only a dying character can spend PP" in out
+    code, out, _ = await run(table, "actions", token=table.token("p1"))
+    assert code == 0 and "Bastien" not in out  # not Aline's player's to act for
+    assert "Undo: not now: only the GM may undo" in out
+    code, out, _ = await run(table, "--json", "actions", "c1", token=table.token("p1"))
+    assert json.loads(out)["chars"]["c1"]["rest"]["choices"] == {"kind": ["night", "bed"]}
+    code, out, _ = await run(table, "actions")  # the GM: the room's too, and the undo
+    assert "Room:" in out and "Undo: reverts v" in out
+
+
 async def test_T4_roll_initiative_through_the_generic_cmd_path(table: LiveTable) -> None:
     """`vtt-sync client cmd roll_initiative` (T4): maps as JSON arguments, each
     roll and the sorted start as sentences."""
@@ -356,4 +384,7 @@ async def test_T4_roll_initiative_through_the_generic_cmd_path(table: LiveTable)
     assert state["initiative"] == {"c1": 14, "c2": 10, "c3": 19, "c4": 16}
     code, out, err = await run(table, "cmd", "roll_initiative", 'bonus={"c9": 1}')
     assert (code, out) == (1, "")
-    assert err == "vtt-sync client: refused (not_found): no character 'c9' in this room\n"
+    assert err == (
+        "vtt-sync client: refused (not_found): no character 'c9' in this room\n"
+        "vtt-sync client: what you may do now: vtt-sync client actions\n"
+    )

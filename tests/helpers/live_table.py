@@ -18,6 +18,7 @@ import rules
 from sync_server.hosting.config import Config
 from sync_server.hosting.server import Server
 from sync_server.ops.demo import DEMO_ROOM, ensure_demo
+from sync_server.testing.server import seen_by
 from tests.helpers.server import test_config
 
 ROOM = DEMO_ROOM
@@ -76,13 +77,15 @@ class LiveTable:
         return f"{self.http_url}#room={ROOM}&token={self.token(key)}"
 
     def seen(self, key: str, state: dict[str, Any]) -> dict[str, Any]:
-        """`state` as the demo person `key` may see it (per-role views)."""
+        """`state` (the GM's) as the demo person `key` may see it (per-role
+        views, and their affordances worked out by the rules again)."""
         person = self.people[key]
-        return rules.view_state(state, rules.Viewer(person["user"], person["role"]))
+        return seen_by(state, rules.Viewer(person["user"], person["role"]))
 
     async def state(self) -> tuple[int, dict[str, Any]]:
-        """The server's own (version, state) of the room."""
+        """The server's own (version, state) of the room, as the GM sees it
+        (with the GM's affordances)."""
         assert self.server is not None
         host = await self.server.rooms.get(ROOM)
         assert host is not None
-        return host.v, host.state
+        return host.v, host.core.view(host.core.viewer(self.user("gm")))

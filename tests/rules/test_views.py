@@ -8,7 +8,7 @@ for every viewer after every command:
 - `view_patch` equals the diff of the two views, and when `restricted` is
   False it is the plain patch itself;
 - viewers with equal `patch_class` get equal patches;
-- no frame to a non-GM (view patch, view state, refusal), encoded as
+- no frame to a non-GM (view patch, view state, refusal, affordances), encoded as
   MessagePack and as JSON, holds a hidden character's name or id, or a
   distinctive number of a character they do not see in full.
 """
@@ -42,6 +42,7 @@ from rules import (
     view_patch,
     view_state,
 )
+from rules.affordances import affordances
 from rules.view import STATUS_FIELDS, PatchClasses, new_memo, private_owners
 from tests.helpers.table import SHEET, Table
 from tests.rules.test_properties import COMMANDS as RULE_COMMANDS
@@ -721,6 +722,8 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
             now = view_state(after, v)
             assert mirrors[k] == now, (k, op, args)
             check_shape(now, after, v)
+            if not v.sees_all:  # what they may do names nothing they may not see
+                assert_no_secret({"affordances": affordances(room, v)}, None, after, v)
             cls = patch_class(before, after, v)
             exact = classes.key(v)  # what the server groups viewers by
             assert exact in (cls, "public"), (k, exact, cls)

@@ -210,7 +210,12 @@ def test_join_gives_state_or_the_patches_after_since() -> None:
         core.evaluate(command(gm, "update_room", name=name))
     core.commit()
     welcome, role, epoch = core.join(gm.user, None)
-    assert (role, epoch) == ("gm", 0) and welcome["state"] is core.state and welcome["v"] == 3
+    assert (role, epoch) == ("gm", 0) and welcome["v"] == 3
+    # The state itself (no copy), beside what the GM may do now.
+    state = welcome["state"]
+    assert set(state) == {*core.state, "affordances"}
+    assert all(state[k] is core.state[k] for k in core.state)
+    assert state["affordances"]["undo"] == {"v": 3, "op": "update_room", "by": gm.user}
     welcome, _, _ = core.join(gm.user, 1)
     assert [p["v"] for p in welcome["patches"]] == [2, 3] and "state" not in welcome
     welcome, _, _ = core.join(gm.user, 3)

@@ -224,11 +224,12 @@ async def test_a_patch_is_encoded_once_per_view_class_and_subprotocol(
         ack = await gm.ok("damage", {"char": target, "amount": 2})
         for c in (gm_json, *players):
             await c.wait_v(ack["v"])
-        # The GM class (msgpack, json), and one more: the public view (p1, p2
-        # and the observer, all msgpack), without the GM's command id, and
-        # when restricted, its ops emptied.
+        # The GM class (msgpack, json: its own, since what its undo would
+        # revert moved), and one more: the public view (p1, p2 and the
+        # observer, all msgpack), without the GM's command id, and when
+        # restricted, its ops emptied.
         assert len(encoded) == 3, encoded
-        assert encoded[-1][1] == (0 if restricted else 1)
+        assert encoded[-1] == ("vtt-sync.msgpack.v1", 0 if restricted else 1), encoded
         assert gm.patches[-1]["id"] == ack["id"]
         assert [c.patches[-1]["id"] for c in players] == [None, None, None]
         for c in (gm, gm_json, *players):

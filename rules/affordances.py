@@ -1,0 +1,696 @@
+"""Affordances: what a viewer may do now, as the rules see it.
+
+    affordances(room, viewer, undo) -> {"chars": ..., "room": ..., "undo": ...}
+
+lists, for each character the viewer sees and for the room, the commands
+this viewer can send now: the op, its fixed arguments, the choices it
+offers (which patients, which rest), its cost (the PP a stabilise spends),
+and for an action that exists but cannot be done now, why (a reason: a
+sentence key and its values, `Refused.reason`). Clients render it instead of
+working the rules out again, so a button is offered exactly when the server
+would accept its command.
+
+One source: every precondition asked here is the very function the op's
+handler (or `apply`'s own checks: `authorize`, `check_alive`) calls before
+it changes anything, and what a viewer sees is rules/view.py's level (as in
+`apply`'s `check_seen`), so an affordance cannot disagree with `apply`. The
+property test (tests/rules/test_affordances.py) sends each offered action
+and each refused one through `apply`. The checks run once per room version
+for all viewers, and a `RuleTable` kept between versions redoes only what
+changed (the server keeps one per room).
+
+What a viewer's role can never send (a player's damage, anything an
+observer would send) is left out rather than listed as refused: the page
+has no button for it. Nothing here names what the viewer's view hides: only
+characters the viewer sees appear (as subjects and as choices), and a
+reason's character values that the viewer does not see read null.
+
+Undo reads the log, which the rules do not hold: the server passes the
+entry an undo would revert now (`UndoEntry`), or None when there is none.
+
+A new op needs one entry in `OFFERS` (a test checks that every op of
+`rules.OPS` has one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from rules import clock, initiative, roster, stability, stabilizing
+from rules.context import Actor
+from rules.engine import (
+    OPS,
+    OpSpec,
+    authorize,
+    authorize_role,
+    authorize_undo,
+    check_alive,
+)
+from rules.errors import Conflict, Refused
+from rules.model import REST_KINDS, Character, Room
+from rules.rest import check_rest, check_stop_rest
+from rules.view import HIDDEN, Viewer, level_for
+
+__all__ = [
+    "OFFERS",
+    "RuleTable",
+    "UndoEntry",
+    "affordances",
+    "affordances_for",
+    "nothing_to_undo",
+]
+
+# Reason values that name a character: read null for a viewer who does not see it.
+CHAR_VALUES = ("char", "patient", "healer", "current")
+
+Reason = dict[str, Any]
+
+
+@attrs.frozen
+class UndoEntry:
+    """What `undo` would revert now: the latest undoable version not yet
+    undone (the server reads it from its log): its version, op, sender and
+    wall-clock time."""
+
+    v: int
+    op: str
+    by: str
+    ts: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"v": self.v, "op": self.op, "by": self.by}
+        if self.ts is not None:
+            out["ts"] = self.ts
+        return out
+
+
+def nothing_to_undo() -> Conflict:
+    """The refusal of an undo with nothing left to revert (the room core
+    raises it; the affordance reports it)."""
+    return Conflict("nothing to undo", "undo_nothing")
+
+
+# The actor the rule checks run as: they are the same for every viewer (a
+# reason is data; only its server sentence names characters, and that is
+# not kept here), so one table per room version serves every viewer.
+JUDGE = Actor("", "gm")
+
+
+@attrs.define
+class RuleTable:
+    """What the rules say of each (op, subject), shared by the viewers of a
+    room, and kept from one version to the next by the caller (the server's
+    room core) so that a command costs what it changed.
+
+    Each entry is kept with the key of what its checks read (the op's
+    `reads`: its subject, the combat, the characters as a whole...) and
+    reused while that key is equal. The engine never changes a character in
+    place (a command copies the ones it changes), so an unchanged character
+    is the very same object and compares at once. Each viewer's version of
+    an entry is reused while the entry and what the viewer sees are the same.
+
+    A cache only: a fresh table gives the same affordances (the property
+    test checks it)."""
+
+    entries: dict[Any, tuple[Any, dict[str, Any]]] = attrs.Factory(dict)
+    adapted: dict[Any, tuple[dict[str, Any], frozenset[str], dict[str, Any]]] = attrs.Factory(dict)
+    # What the last call saw, to tell what changed since.
+    chars: dict[str, Character] = attrs.Factory(dict)
+    users: Any = None
+    generation: int = 0  # bumped when any character changed, came or went
+    users_generation: int = 0
+    combat: Any = None
+    healers: frozenset[str] = frozenset()
+    # Every character's (id, condition, healer): what a choice of patient
+    # reads of the others (the same object while equal).
+    patients: tuple[Any, ...] = ()
+    # What each viewer saw last (the same object while equal), and their
+    # entries of each character with the key of all they read (see
+    # `_affordances`).
+    seen: dict[Any, frozenset[str]] = attrs.Factory(dict)
+    per_char: dict[Any, tuple[Any, dict[str, Any], set[str]]] = attrs.Factory(dict)
+    # authorize's answers for a player, by (user, role of the op, argument,
+    # subject), with the owners it read (the die roll is never offered to
+    # a player, so `roll` is always None).
+    allowed: dict[Any, tuple[Any, bool]] = attrs.Factory(dict)
+    # authorize_role's answers: all it reads is the viewer's role and the op's.
+    roles: dict[tuple[str, str], bool] = attrs.Factory(dict)
+
+    # Each role's ops, and those of them acting for a character (see ops_for).
+    role_ops: dict[str, Any] = attrs.Factory(dict)
+    # Each viewer's last affordances: unchanged parts are kept as the same objects.
+    last: dict[Any, dict[str, Any]] = attrs.Factory(dict)
+
+    def ops_for(self, actor: Actor) -> Any:
+        """The ops the actor's role may send (authorize_role), and those of
+        them that act for one character, with how to work each out."""
+        found = self.role_ops.get(actor.role)
+        if found is None:
+            allowed = [(op, spec) for op, spec in OPS.items() if self.role_allows(spec, actor, op)]
+            per_char = [
+                (op, spec, OFFERS[op].one, OFFERS[op].volatile)  # type: ignore[attr-defined]
+                for op, spec in allowed
+                if OFFERS[op].one  # type: ignore[attr-defined]
+            ]
+            found = self.role_ops[actor.role] = (allowed, per_char)
+        return found
+
+    def role_allows(self, spec: OpSpec, actor: Actor, op: str) -> bool:
+        key = (actor.role, spec.role)
+        ok = self.roles.get(key)
+        if ok is None:
+            ok = self.roles[key] = not _why(lambda: authorize_role(spec, actor, op))
+        return ok
+
+    def entry(self, key: Any, reads: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        found = self.entries.get(key)
+        if found is not None and found[0] == reads:
+            return found[1]
+        out = make()
+        self.entries[key] = (reads, out)
+        return out
+
+    def begin(self, room: Room) -> None:
+        """A new call: note what changed since the last one."""
+        chars = room.characters
+        if len(chars) != len(self.chars) or any(
+            self.chars.get(cid) is not c for cid, c in chars.items()
+        ):
+            self.generation += 1
+            self.chars = dict(chars)
+            self.healers = frozenset(c.healer for c in chars.values() if c.healer is not None)
+            patients = tuple((cid, c.condition, c.healer) for cid, c in chars.items())
+            if patients != self.patients:
+                self.patients = patients
+            for key in [k for k in self.entries if k[1] is not None and k[1] not in chars]:
+                del self.entries[key]
+            for key in [k for k in self.per_char if k[1] not in chars]:
+                del self.per_char[key]
+            for key in [k for k in self.allowed if k[3] not in chars]:
+                del self.allowed[key]
+        if room.users is not self.users:
+            self.users_generation += 1
+            self.users = room.users
+        combat = room.combat
+        self.combat = None if combat is None else (tuple(combat.order), combat.turn, combat.round)
+        kept = {id(entry) for _, entry in self.entries.values()}
+        for key in [k for k in self.adapted if k[1] not in kept]:
+            del self.adapted[key]
+
+    def room_key(self, room: Room) -> Any:
+        """What a room op's checks read: the characters, the users, the
+        combat, the dice queue."""
+        return (self.generation, self.users_generation, self.combat, len(room.queued_rolls))
+
+
+# What an op's checks read, as a key (see RuleTable): the subject only...
+def reads_subject(table: RuleTable, c: Character) -> Any:
+    return c
+
+
+def reads_combat(table: RuleTable, c: Character) -> Any:
+    """...the subject and the combat (T1's turn)..."""
+    return (c, table.combat)
+
+
+def reads_rest(table: RuleTable, c: Character) -> Any:
+    """...the subject, the combat, and whether it tends anyone (R4, L4)..."""
+    return (c, table.combat, c.id in table.healers)
+
+
+def reads_everyone(table: RuleTable, c: Character) -> Any:
+    """...or every character's condition and healer (a patient to choose)."""
+    return (c, table.patients)
+
+
+@attrs.frozen
+class _Scan:
+    """One viewer's inputs: the room, the acting user, what they see, and
+    the rule table shared by every viewer of this room version."""
+
+    room: Room
+    actor: Actor
+    seen: list[Character]  # characters the viewer sees, in character order
+    seen_ids: frozenset[str]
+    rules: RuleTable
+
+    @property
+    def all_seeing(self) -> bool:
+        return self.actor.is_gm  # the GM sees every character (views)
+
+    def scrub(self, reason: Reason) -> Reason:
+        """A reason without naming a character the viewer does not see."""
+        out = reason
+        for key in CHAR_VALUES:
+            cid = reason.get(key)
+            if cid is not None and cid not in self.seen_ids:
+                out = {**out, key: None}
+        return out
+
+    def adapt(self, entry: dict[str, Any], op: str) -> dict[str, Any]:
+        """The shared rule entry as this viewer gets it: choices among the
+        characters they see, reasons that name nobody they do not, no die
+        roll to supply unless GM (X1). The same object for the GM, and from
+        one call to the next while nothing it depends on changed."""
+        if self.all_seeing:
+            return entry
+        key = (self.actor.user, id(entry))
+        found = self.rules.adapted.get(key)
+        if found is not None and found[0] is entry and found[1] == self.seen_ids:
+            return found[2]
+        out = self._adapt(entry, op)
+        self.rules.adapted[key] = (entry, self.seen_ids, out)
+        return out
+
+    def _adapt(self, entry: dict[str, Any], op: str) -> dict[str, Any]:
+        out = dict(entry)
+        if "why" in out:
+            out["why"] = self.scrub(out["why"])
+        if "free" in out and "roll" in out["free"]:
+            out["free"] = [n for n in out["free"] if n != "roll"]
+            if not out["free"]:
+                del out["free"]
+        choices = out.get("choices")
+        if choices:
+            kept = {
+                name: [v for v in values if v in self.seen_ids] if name in CHAR_CHOICES else values
+                for name, values in choices.items()
+            }
+            for values in kept.values():
+                if not values:  # nobody this viewer sees
+                    return {"args": out["args"], "why": {"key": f"{op}_nobody"}}
+            out["choices"] = kept
+        if "refused" in out:
+            out["refused"] = {
+                name: {value: self.scrub(r) for value, r in no.items()}
+                for name, no in out["refused"].items()
+            }
+        return out
+
+
+# Choices that are character ids (filtered by what the viewer sees).
+CHAR_CHOICES = ("patient", "order")
+
+
+def _why(*checks: Callable[[], None]) -> Reason | None:
+    """The first refusal among `checks` (run in order), as data, or None."""
+    try:
+        for check in checks:
+            check()
+    except Refused as refused:
+        return refused.reason()
+    return None
+
+
+def _clean(spec: OpSpec, fixed: dict[str, Any]) -> dict[str, Any]:
+    """Args as `check_args` would clean them: defaults, then the fixed ones."""
+    return {name: arg.default for name, arg in spec.args.items()} | fixed
+
+
+def _entry(
+    spec: OpSpec,
+    fixed: dict[str, Any],
+    why: Reason | None = None,
+    choices: dict[str, list[Any]] | None = None,
+    refused: dict[str, dict[str, Reason]] | None = None,
+    cost: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"args": fixed}
+    if why is not None:
+        out["why"] = why
+        return out
+    free = [n for n in spec.args if n not in fixed and n not in (choices or ())]
+    if free:
+        out["free"] = free
+    if choices:
+        out["choices"] = choices
+    if refused:
+        out["refused"] = refused
+    if cost:
+        out["cost"] = cost
+    return out
+
+
+# An offer computes one op's affordances for one viewer: {subject char id or None: entry}.
+Offer = Callable[[_Scan, str, OpSpec], dict[str | None, dict[str, Any]]]
+
+
+def subject(
+    check: Callable[[Room, Actor, Character], None] | None = None,
+    *,
+    arg: str = "char",
+    cost: Callable[[Character], dict[str, int]] | None = None,
+    options: tuple[str, tuple[str, ...], Callable[[Room, Character, str], None]] | None = None,
+    pair: tuple[str, Callable[[Room, Actor, Character, Character], None], str] | None = None,
+    reads: Callable[[RuleTable, Character], Any] = reads_subject,
+) -> Offer:
+    """An op acting for one character (`arg`, the subject): offered under
+    that character when the viewer may send it for them.
+
+    `check(room, actor, c)`: the op's own preconditions on the subject.
+    `options=(name, values, check)`: an argument of fixed values (a rest's
+    kind), each checked; refused ones come with their reason.
+    `pair=(name, check, nobody)`: an argument naming another character
+    (first aid's patient), each candidate checked with `check(room, actor,
+    c, other)`; `nobody` is the reason key when no candidate is accepted.
+    `reads(table, c)`: the key of what the checks read (see `RuleTable`):
+    the subject alone unless told.
+    """
+
+    def rule(room: Room, spec: OpSpec, c: Character) -> dict[str, Any]:
+        """What the rules say of this op for `c`, whoever asks."""
+        fixed = {arg: c.id}
+        checks = [lambda: check_alive(spec, c)]
+        if check is not None:
+            checks.append(lambda: check(room, JUDGE, c))
+        why = _why(*checks)
+        if why is not None:
+            return _entry(spec, fixed, why)
+        choices: dict[str, list[Any]] = {}
+        refused: dict[str, dict[str, Reason]] = {}
+        if options is not None:
+            name, values, check_option = options
+            ok, no = [], {}
+            for value in values:
+                reason = _why(lambda: check_option(room, c, value))  # noqa: B023
+                if reason is None:
+                    ok.append(value)
+                else:
+                    no[value] = reason
+            if not ok:  # refused whatever the choice: the first one's reason
+                return _entry(spec, fixed, no[values[0]])
+            choices[name] = ok
+            if no:
+                refused[name] = no
+        if pair is not None:
+            name, check_pair, nobody = pair
+            ok = [
+                o.id
+                for o in room.ordered()
+                if _why(
+                    lambda: check_alive(spec, o),  # noqa: B023
+                    lambda: check_pair(room, JUDGE, c, o),  # noqa: B023
+                )
+                is None
+            ]
+            if not ok:
+                return _entry(spec, fixed, {"key": nobody})
+            choices[name] = ok
+        return _entry(spec, fixed, None, choices, refused, None if cost is None else cost(c))
+
+    def one(scan: _Scan, op: str, spec: OpSpec, c: Character) -> dict[str, Any] | None:
+        """This viewer's entry for `c`, or None when it is not theirs to send."""
+        room, actor = scan.room, scan.actor
+        if not actor.is_gm:
+            # authorize reads, of the op, its role; of the room, the owners
+            # of the subject and of its healer (UNTEND): kept while they are.
+            healer = room.characters.get(c.healer) if c.healer is not None else None
+            owners = (c.owner, None if healer is None else healer.owner)
+            who = (actor.user, spec.role, arg, c.id)
+            found = scan.rules.allowed.get(who)
+            if found is not None and found[0] == owners:
+                ok = found[1]
+            else:
+                a = _clean(spec, {arg: c.id})
+                ok = not _why(lambda: authorize(room, spec, a, actor, op))
+                scan.rules.allowed[who] = (owners, ok)
+            if not ok:
+                return None  # not this viewer's to send: no button at all
+        entry = scan.rules.entry((op, c.id), reads(scan.rules, c), lambda: rule(room, spec, c))
+        return scan.adapt(entry, op)
+
+    def offer(scan: _Scan, op: str, spec: OpSpec) -> dict[str | None, dict[str, Any]]:
+        out: dict[str | None, dict[str, Any]] = {}
+        for c in scan.seen:
+            entry = one(scan, op, spec, c)
+            if entry is not None:
+                out[c.id] = entry
+        return out
+
+    offer.one = one  # type: ignore[attr-defined]
+    # Reads the combat or the rests: worked out again at each call (the
+    # others are kept per character while it is the same: `_affordances`).
+    offer.volatile = reads not in (reads_subject, reads_everyone)  # type: ignore[attr-defined]
+    return offer
+
+
+def whole_room(
+    check: Callable[[Room, Actor], None] | None = None,
+    *,
+    chars: tuple[str, Callable[[Room, Character], bool]] | None = None,
+    users: tuple[str, Callable[[Room, str], None]] | None = None,
+) -> Offer:
+    """An op about the room as a whole (the GM's tools), offered in `room`.
+
+    `chars=(name, keep)`: an argument listing characters (a combat order),
+    offered as the characters `keep(room, c)` accepts; `users=(name,
+    check)`: an argument naming a user, offered as the users `check` accepts.
+    """
+
+    def rule(room: Room, op: str, spec: OpSpec) -> dict[str, Any]:
+        why = None
+        if check is not None:
+            why = _why(lambda: check(room, JUDGE))
+        if spec.bounds is not None and why is None:
+            bounds = spec.bounds
+            why = _why(lambda: bounds(room, _clean(spec, {})))
+        if why is not None:
+            return _entry(spec, {}, why)
+        choices: dict[str, list[Any]] = {}
+        if chars is not None:
+            name, keep = chars
+            choices[name] = [c.id for c in room.ordered() if keep(room, c)]
+        if users is not None:
+            name, check_user = users
+            choices[name] = [
+                uid
+                for uid in room.users
+                if _why(lambda: check_user(room, uid)) is None  # noqa: B023
+            ]
+        for values in choices.values():
+            if not values:
+                return _entry(spec, {}, {"key": f"{op}_nobody"})
+        return _entry(spec, {}, None, choices)
+
+    def offer(scan: _Scan, op: str, spec: OpSpec) -> dict[str | None, dict[str, Any]]:
+        room, actor = scan.room, scan.actor
+        if _why(lambda: authorize(room, spec, _clean(spec, {}), actor, op)):
+            return {}
+        entry = scan.rules.entry(
+            (op, None), scan.rules.room_key(room), lambda: rule(room, op, spec)
+        )
+        return {None: scan.adapt(entry, op)}
+
+    offer.one = None  # type: ignore[attr-defined]
+    return offer
+
+
+def _may_join(room: Room, c: Character) -> bool:
+    return _ok(lambda: clock.check_may_join(c))
+
+
+def _may_stay_or_join(room: Room, c: Character) -> bool:
+    """set_order's combatants: those already in the order (the dead may
+    stay), and anyone who may join."""
+    return room.in_combat(c.id) or _may_join(room, c)
+
+
+def _rolls_initiative(room: Room, c: Character) -> bool:
+    if room.combat is None:
+        return _may_join(room, c)
+    return c.id in initiative.living_combatants(room)
+
+
+def _ok(check: Callable[[], None]) -> bool:
+    try:
+        check()
+    except Refused:
+        return False
+    return True
+
+
+def _no_check(room: Room, uid: str) -> None:
+    return None
+
+
+# Every op of rules.OPS, and how its affordance is computed (see `subject`
+# and `whole_room`). Each check is the handler's own.
+OFFERS: dict[str, Offer] = {
+    "update_room": whole_room(),
+    "add_user": whole_room(),
+    "remove_user": whole_room(users=("user", roster.check_remove_user)),
+    "rotate_token": whole_room(users=("user", _no_check)),
+    "add_character": whole_room(),
+    "update_character": subject(),
+    "remove_character": subject(),
+    "combat_start": whole_room(
+        lambda room, actor: clock.check_no_combat(room), chars=("order", _may_join)
+    ),
+    "combat_end": whole_room(lambda room, actor: clock.check_combat(room)),
+    "end_turn": subject(
+        lambda room, actor, c: clock.check_end_turn(room, actor, c.id, None), reads=reads_combat
+    ),
+    "set_order": whole_room(
+        lambda room, actor: clock.check_combat(
+            room, "no combat is running: start one with combat_start"
+        ),
+        chars=("order", _may_stay_or_join),
+    ),
+    # T4: outside combat, the characters to start one with (those who may
+    # join); in a combat, its living combatants (who roll by default).
+    "roll_initiative": whole_room(
+        lambda room, actor: initiative.check_someone_rolls(room),
+        chars=("chars", _rolls_initiative),
+    ),
+    "advance_clock": whole_room(),
+    "damage": subject(),
+    "heal": subject(),
+    "first_aid": subject(
+        lambda room, actor, c: stabilizing.check_first_aid_medic(c),
+        pair=(
+            "patient",
+            lambda room, actor, c, o: stabilizing.check_first_aid(c, o),
+            "first_aid_nobody",
+        ),
+        reads=reads_everyone,
+    ),
+    "stabilize": subject(
+        lambda room, actor, c: stabilizing.check_stabilize(c),
+        cost=lambda c: {"pp": stabilizing.stabilize_cost(c)},
+    ),
+    "stay_in_fight": subject(
+        lambda room, actor, c: stabilizing.check_stay_in_fight(c),
+        cost=lambda c: {"pp": stabilizing.STAY_IN_FIGHT_COST},
+    ),
+    "tend": subject(
+        lambda room, actor, c: stability.check_healer(c),
+        pair=("patient", stability.check_tend, "tend_nobody"),
+        reads=reads_everyone,
+    ),
+    "untend": subject(lambda room, actor, c: stability.check_untend(c), arg="patient"),
+    "rest": subject(options=("kind", REST_KINDS, check_rest), reads=reads_rest),
+    "stop_rest": subject(lambda room, actor, c: check_stop_rest(c)),
+    "ability_damage": subject(),
+    "ability_restore": subject(),
+    "queue_rolls": whole_room(lambda room, actor: roster.check_queue_space(room)),
+}
+
+
+def _undo(actor: Actor, undo: UndoEntry | None) -> dict[str, Any]:
+    try:
+        authorize_undo(actor)
+        if undo is None:
+            raise nothing_to_undo()
+    except Refused as refused:
+        return {"why": refused.reason()}
+    return undo.to_dict()
+
+
+def affordances(room: Room, viewer: Viewer, undo: UndoEntry | None = None) -> dict[str, Any]:
+    """What `viewer` may do now in `room` (see the module docstring):
+
+        {"chars": {char id: {op: entry}}, "room": {op: entry}, "undo": ...}
+
+    An entry is {"args": the fixed arguments, "free": the arguments the
+    sender fills in, "choices": {arg: the values accepted now}, "refused":
+    {arg: {value: reason}}, "cost": {"pp": n}} for an action that can be sent
+    now, or {"args", "why": reason} for one that cannot (keys without
+    content are left out). `undo` is {"v", "op", "by"} (what an undo would
+    revert) or {"why": reason}. An admin, who sends no room command, gets
+    nothing."""
+    return affordances_for(room, [viewer], undo)[0]
+
+
+def affordances_for(
+    room: Room,
+    viewers: list[Viewer],
+    undo: UndoEntry | None = None,
+    table: RuleTable | None = None,
+) -> list[dict[str, Any]]:
+    """`affordances` for several viewers of one room at once: the rule
+    checks run once and serve them all (the server asks for every GM and
+    player after each command). With the `table` of the previous call,
+    only what changed since is worked out again (`RuleTable`)."""
+    table = RuleTable() if table is None else table
+    table.begin(room)
+    return [_affordances(room, viewer, undo, table) for viewer in viewers]
+
+
+def _affordances(
+    room: Room, viewer: Viewer, undo: UndoEntry | None, table: RuleTable
+) -> dict[str, Any]:
+    if viewer.role not in ("gm", "player", "observer") or viewer.user is None:
+        return {"chars": {}, "room": {}, "undo": {"why": {"key": "undo_gm_only"}}}
+    actor = Actor(viewer.user, viewer.role)
+    seen = [
+        c for c in room.ordered() if level_for(viewer.role, viewer.user, c.owner, c.shown) != HIDDEN
+    ]
+    seen_ids = frozenset(c.id for c in seen)
+    if table.seen.get(viewer.user) == seen_ids:
+        seen_ids = table.seen[viewer.user]  # the same object: compares at once
+    table.seen[viewer.user] = seen_ids
+    scan = _Scan(room, actor, seen, seen_ids, table)
+    allowed, per_char = table.ops_for(actor)
+    last = table.last.get(viewer.user)
+    chars: dict[str, dict[str, Any]] = {}
+    for c in seen:
+        # Everything the steady entries of this character read (RuleTable's
+        # keys, the owners that authorize reads, what the viewer sees):
+        # while it is the same, so are they.
+        healer = room.characters.get(c.healer) if c.healer is not None else None
+        key = (c, table.patients, seen_ids, None if healer is None else healer.owner)
+        found = table.per_char.get((viewer.user, c.id))
+        if found is not None and found[0] == key:
+            steady, acts = found[1], found[2]
+        else:
+            # The steady entries, and which of the others this viewer may
+            # send at all (authorize reads only what the key holds).
+            steady, acts = {}, set()
+            for op, spec, one, volatile in per_char:
+                entry = one(scan, op, spec, c)
+                if entry is not None:
+                    if volatile:
+                        acts.add(op)
+                    else:
+                        steady[op] = entry
+            table.per_char[(viewer.user, c.id)] = (key, steady, acts)
+        if not steady and not acts:
+            continue  # nothing this viewer may send for this character
+        mine: dict[str, Any] = {}
+        for op, spec, one, volatile in per_char:
+            entry = (one(scan, op, spec, c) if op in acts else None) if volatile else steady.get(op)
+            if entry is not None:
+                mine[op] = entry
+        if mine:
+            chars[c.id] = _same(last["chars"].get(c.id) if last else None, mine)
+    ops: dict[str, Any] = {}
+    for op, spec in allowed:
+        if not OFFERS[op].one:  # type: ignore[attr-defined]
+            entry = OFFERS[op](scan, op, spec).get(None)
+            if entry is not None:
+                ops[op] = entry
+    out = {"chars": chars, "room": ops, "undo": _undo(actor, undo)}
+    if last is not None:
+        out = {k: _same(last[k], v) for k, v in out.items()}
+        out = _same(last, out)
+    table.last[viewer.user] = out
+    return out
+
+
+def _same(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """`old` itself when `new` holds the same values (by identity, or equal
+    for plain ones): what is unchanged stays the same object, so that the
+    server's diff of two calls skips it at once."""
+    if old is None or len(old) != len(new):
+        return new
+    for key, value in new.items():
+        before = old.get(key, _MISSING)
+        if before is not value and (isinstance(value, dict) or before != value):
+            return new
+    return old
+
+
+_MISSING = object()
