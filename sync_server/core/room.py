@@ -118,6 +118,12 @@ class PatchView:
         cls = afford_class(viewer)
         return (base, cls) if cls in self.afford else base
 
+    def exempt(self, key: Any) -> bool:
+        """Viewers who see everything (the GM) get their own frame when the
+        patch changes what they may do; the cap of views never holds them
+        back to a snapshot."""
+        return isinstance(key, tuple) and len(key) == 2 and key[0] is None
+
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
         p = self.patch
         if not viewer.sees_all:
