@@ -10,6 +10,7 @@ PROTOCOL.md's error codes) and the caller still holds the unchanged state.
 No asyncio, no I/O, no clock, no global random.
 """
 
+from rules import schema
 from rules.dice import Dice, ScriptedDice, SeededDice, ServerDice
 from rules.effects import Effect, EndSessions, IssueToken, RevokeToken
 from rules.engine import (
@@ -74,6 +75,7 @@ __all__ = [
     "patch_class",
     "restricted",
     "revert",
+    "schema",
     "to_dict",
     "view_class",
     "view_events",

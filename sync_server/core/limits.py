@@ -183,6 +183,10 @@ IMPORT_CHUNK_CHARS = 30_000
 # Parts of one import: the file's bound over the part size, rounded up.
 MAX_IMPORT_PARTS = -(-MAX_IMPORT_BYTES // IMPORT_CHUNK_CHARS)
 
+# An event's `kind` in a room file's log: the rules' kinds are a word or two
+# (damage, stability_check); a file's longer one is not the rules' own.
+MAX_EVENT_KIND = 64
+
 # An upload not continued for this long is dropped when another one starts
 # (one upload at a time: the memory bound above holds for the server).
 IMPORT_IDLE_SECONDS = 300.0

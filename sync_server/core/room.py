@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
+from rules.model import ROLES as ROOM_ROLES
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
@@ -518,7 +519,10 @@ class RoomCore:
         epoch), or JoinRefused when the user is not (any more) in the room.
         The welcome carries the user's view of the room."""
         viewer = self.viewer(user)
-        if viewer is None:
+        # A room's users are gm, player or observer (rules.model.ROLES):
+        # a stored role outside them (`admin` above all, which would make the
+        # session the server's admin) opens nothing, whatever put it there.
+        if viewer is None or viewer.role not in ROOM_ROLES:
             raise JoinRefused(
                 protocol.UNAUTHENTICATED, "bad token or room", protocol.CLOSE_UNAUTHENTICATED
             )

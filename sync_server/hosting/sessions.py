@@ -27,6 +27,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 import rules
+from rules.model import ROLES as ROOM_ROLES
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, same_hash
 from sync_server.core.limits import Limits
@@ -116,6 +117,9 @@ class Session:
         self.inflight = asyncio.Semaphore(deps.limits.max_inflight_per_session)
         self._peer: str | None = None
         self._cleaned = False
+        # Set only by the admin token's hello (`_open_admin`): what routes
+        # commands to the admin service, never a role read from a room.
+        self.is_admin = False
 
     # --- lifecycle --------------------------------------------------------
 
@@ -300,6 +304,8 @@ class Session:
             break
         else:
             raise unauthenticated()
+        if role not in ROOM_ROLES:  # the room core refuses it first; never an admin here
+            raise unauthenticated()
         self.user, self.role, self.room_id, self.host, self.epoch = user, role, room, host, epoch
         self.outbox = outbox
         self.bucket = self._bucket(role, room, user)
@@ -326,6 +332,7 @@ class Session:
         if len(slots) >= self.deps.limits.max_admin_connections:
             raise HelloRefused("rate_limited", "too many admin sessions", protocol.CLOSE_TOO_MANY)
         slots.add(self)
+        self.is_admin = True
         self.user, self.role = ADMIN_USER, "admin"
         self.outbox = self._new_outbox(ADMIN_USER)
         self.outbox.send(protocol.admin_welcome(ADMIN_USER))
@@ -395,7 +402,7 @@ class Session:
             assert isinstance(action, Ignore)
 
     async def _command(self, action: RunCommand) -> None:
-        if self.role == "admin":
+        if self.is_admin:
             frame = await self.deps.admin(action.cmd_id, action.op, action.args)
             self._send(frame)
             if self.deps.activity is not None:  # room commands are counted by their room
