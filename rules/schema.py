@@ -384,32 +384,35 @@ def op_problems(op: Any) -> list[str]:
     return node_problems(node, op[2], list(path))
 
 
-def touched(ops: list[Any]) -> tuple[set[str], bool]:
-    """(the characters the ops change, whether they change anything else):
-    what must be checked again after they apply."""
+def changed_problems(state: dict[str, Any], ops: list[Any]) -> list[str]:
+    """The problems of `state` where `ops` (just applied) changed it: each
+    touched character whole, each other touched field of the room (the
+    users, the combat, the clock...) whole. Proportional to the change, not
+    to the table, so a long log is checked version by version (a clock
+    advance in a room of 200 characters checks the clock, not them)."""
     chars: set[str] = set()
-    other = False
+    fields: set[str] = set()
     for op in ops:
         path = op[1]
         if path[0] == "characters" and len(path) >= 2:
             chars.add(path[1])
         else:
-            other = True
-    return chars, other
-
-
-def changed_problems(state: dict[str, Any], ops: list[Any]) -> list[str]:
-    """The problems of `state` where `ops` (just applied) changed it: the
-    touched characters whole, the rest of the state when they changed it.
-    Proportional to the change, so a long log is checked version by version."""
-    chars, other = touched(ops)
-    if other:
+            fields.add(path[0])
+    if type(state) is not dict:
         return state_problems(state)
     out: list[str] = []
+    for key in sorted(fields):
+        if key in state:
+            out += node_problems(STATE.fields[key], state[key], [key])
+        elif key not in STATE.optional:
+            out.append(f"the state lacks {key}")
     table = state.get("characters", {})
-    if len(table) > CHARACTERS.most:
-        out.append(f"characters holds {len(table)} entries, at most {CHARACTERS.most}")
-    for cid in sorted(chars):
-        if cid in table:
-            out += node_problems(CHARACTER, table[cid], ["characters", cid])
+    if chars and "characters" not in fields:
+        if type(table) is not dict:
+            return state_problems(state)
+        if len(table) > CHARACTERS.most:
+            out.append(f"characters holds {len(table)} entries, at most {CHARACTERS.most}")
+        for cid in sorted(chars):
+            if cid in table:
+                out += node_problems(CHARACTER, table[cid], ["characters", cid])
     return out
