@@ -71,6 +71,61 @@ class Redirect(Exception):
         self.owner = owner
 
 
+class HelloGate:
+    """The failed-hello allowance of each peer address, reserved at accept.
+
+    A hello takes one failed hello from its address's bucket before it is
+    read (`reserve`), and gives it back unless it fails (`release`): hellos
+    arriving together cannot all pass a check that costs nothing and be
+    charged only once they fail (300 at once all passed, then their debt
+    locked the address, and everyone behind its NAT, for a minute). The
+    bucket never goes below zero, so an address recovers within burst /
+    rate. When the allowance is spent but hellos of that address are still
+    in flight, the next one waits for them (an honest crowd behind one NAT,
+    whose hellos succeed and give their reservation back, all pass); when
+    none is in flight, it is turned away."""
+
+    def __init__(self, buckets: Buckets | None, clock: Clock) -> None:
+        self.buckets = buckets
+        self.clock = clock
+        self._inflight: dict[str, int] = {}
+        self._released: dict[str, asyncio.Event] = {}
+
+    async def reserve(self, peer: str, wait: float) -> bool:
+        """Reserve one failed hello for `peer`; False when its allowance is
+        spent (and stays so for `wait` seconds of hellos in flight)."""
+        if self.buckets is None:
+            return True
+        try:
+            async with asyncio.timeout(wait):
+                while True:
+                    now = self.clock.monotonic()
+                    if self.buckets.get(peer, now).allow(now, 1.0):
+                        self._inflight[peer] = self._inflight.get(peer, 0) + 1
+                        return True
+                    if not self._inflight.get(peer):
+                        return False
+                    await self._released.setdefault(peer, asyncio.Event()).wait()
+        except TimeoutError:
+            return False
+
+    def release(self, peer: str, failed: bool) -> None:
+        """The reserved hello is over: a failure keeps what it took."""
+        if self.buckets is None:
+            return
+        left = self._inflight.get(peer, 1) - 1
+        if left > 0:
+            self._inflight[peer] = left
+        else:
+            self._inflight.pop(peer, None)
+        if not failed:
+            now = self.clock.monotonic()
+            self.buckets.get(peer, now).refund(now, 1.0)
+        waiting = self._released.pop(peer, None)
+        if waiting is not None:
+            waiting.set()
+
+
 @attrs.frozen
 class SessionDeps:
     """What a session needs of its server, and nothing more."""
@@ -97,6 +152,12 @@ class SessionDeps:
     activity: Activity | None = None
     # Reverse proxies whose X-Forwarded-For names the client (web.client_address).
     trusted_proxies: frozenset[str] = frozenset()
+    # Reserves each hello's failure in `hello_failures` at accept (HelloGate).
+    hello_gate: HelloGate = attrs.field(
+        default=attrs.Factory(
+            lambda self: HelloGate(self.hello_failures, self.clock), takes_self=True
+        )
+    )
 
 
 class Session:
@@ -120,6 +181,9 @@ class Session:
         # Set only by the admin token's hello (`_open_admin`): what routes
         # commands to the admin service, never a role read from a room.
         self.is_admin = False
+        # The failed-hello allowance this connection reserved at its accept
+        # (see _hello): kept if the hello fails, given back otherwise.
+        self._hello_reserved = False
 
     # --- lifecycle --------------------------------------------------------
 
@@ -135,6 +199,7 @@ class Session:
         try:
             try:
                 await self._hello()
+                self._refund_hello()
             except HelloRefused as refused:
                 self._hello_failed(refused.message)
                 await self._refuse_now(refused)
@@ -144,9 +209,11 @@ class Session:
                 await self._refuse_now(HelloRefused(refused.code, refused.message, refused.close))
                 return
             except Redirect as moved:
+                self._refund_hello()
                 await self._redirect(moved.owner)
                 return
             except StorageError as exc:
+                self._refund_hello()
                 log.warning("hello for a room failed: cannot reach the storage: %s", exc)
                 await self._refuse_now(
                     HelloRefused(
@@ -155,6 +222,7 @@ class Session:
                 )
                 return
             except (ConnectionClosed, TimeoutError):
+                self._refund_hello()  # no hello came: nothing was guessed
                 return
             self.deps.opened(self)
             opened_at = self.deps.clock.monotonic()
@@ -179,6 +247,7 @@ class Session:
                         by,
                     )
         finally:
+            self._refund_hello()  # a hello cut short (cancelled) gives it back too
             await self._cleanup()
 
     def _close_info(self) -> tuple[int | None, str, str]:
@@ -194,13 +263,19 @@ class Session:
 
     def _hello_failed(self, reason: str) -> None:
         """A refused hello: logged with the peer and the reason (never the
-        token), and counted against the peer address."""
+        token). It counts against the peer address through the allowance
+        it reserved at its accept, which is not given back."""
         log.info("hello refused from %s: %s", self.peer, reason)
-        failures = self.deps.hello_failures
-        if failures is not None:
-            failures.get(self.peer, self.deps.clock.monotonic()).charge(
-                self.deps.clock.monotonic(), 1.0
-            )
+        if self._hello_reserved:
+            self._hello_reserved = False
+            self.deps.hello_gate.release(self.peer, failed=True)
+
+    def _refund_hello(self) -> None:
+        """The hello did not fail (welcomed, redirected, or never sent): its
+        reservation goes back to the peer address's allowance."""
+        if self._hello_reserved:
+            self._hello_reserved = False
+            self.deps.hello_gate.release(self.peer, failed=False)
 
     async def _redirect(self, owner: Owner) -> None:
         """Cluster mode: another node serves the room; the client goes there
@@ -235,9 +310,13 @@ class Session:
     # --- hello ------------------------------------------------------------
 
     async def _hello(self) -> None:
-        failures = self.deps.hello_failures
-        now = self.deps.clock.monotonic()
-        if failures is not None and not failures.get(self.peer, now).allow(now, 0.0):
+        # One failed hello reserved at the accept (HelloGate), before the
+        # hello is read; given back unless it fails.
+        limits = self.deps.limits
+        deadline = asyncio.get_running_loop().time() + limits.hello_timeout
+        if await self.deps.hello_gate.reserve(self.peer, limits.hello_timeout):
+            self._hello_reserved = self.deps.hello_failures is not None
+        else:
             # Too many refused hellos from this address (guessing tokens):
             # a short delay, then the door, before reading anything.
             log.info("hello from %s refused: too many failed hellos", self.peer)
@@ -251,7 +330,7 @@ class Session:
                 await self.ws.close(protocol.CLOSE_POLICY, "too many failed hellos")
             raise TimeoutError
         try:
-            async with asyncio.timeout(self.deps.limits.hello_timeout):
+            async with asyncio.timeout_at(deadline):  # the reservation's wait included
                 message = await self.ws.recv()
         except TimeoutError:
             with contextlib.suppress(ConnectionClosed, OSError):

@@ -7,10 +7,14 @@ import asyncio
 import io
 import logging
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
+from sync_server.core.limits import FAILED_HELLO_BURST
+from sync_server.hosting.clock import FakeClock
 from sync_server.ops.logs import TextFormatter, escape_text
-from tests.helpers.server import create_table, running_server
+from sync_server.wire.protocol import CLOSE_POLICY, CLOSE_UNAUTHENTICATED
+from tests.helpers.server import create_table, hello_refused, running_server
 
 # --- 5. logs and headers ----------------------------------------------------------
 
@@ -81,3 +85,30 @@ async def test_pages_get_a_csp_and_nosniff_and_the_admin_page_no_framing(tmp_pat
         assert "frame-ancestors 'none'" in admin_csp
         headers = await asyncio.to_thread(_headers, base + "/admin.html")
         assert headers.get("x-frame-options") == "DENY"
+
+
+# --- 4. races and identity ----------------------------------------------------------
+
+BAD_HELLO = {"t": "hello", "proto": 1, "token": "x" * 43, "room": "r1"}
+
+
+async def test_concurrent_bad_hellos_cannot_pass_the_failed_hello_limit(tmp_path: Path) -> None:
+    """100 bad hellos at once from one address: each reserves one failed
+    hello at its accept, so at most the burst are read, the rest wait and
+    get `rate_limited` (1008); the allowance never goes below zero, so the
+    address may try again a second later (before: all 100 were read, then
+    their debt locked the address, and everyone behind its NAT, ~16 s)."""
+    clock = FakeClock()
+    async with running_server(tmp_path / "data", clock=clock) as srv:
+        t = await create_table(srv.url)  # successful hellos cost nothing
+        gm = await t.connect("gm")
+        results = await asyncio.gather(*(hello_refused(srv.url, BAD_HELLO) for _ in range(100)))
+        codes = Counter(code for _frame, code in results)
+        assert codes[CLOSE_UNAUTHENTICATED] <= FAILED_HELLO_BURST, codes
+        assert codes[CLOSE_UNAUTHENTICATED] + codes[CLOSE_POLICY] == 100, codes
+        clock.advance(1.0)  # refills FAILED_HELLOS_PER_SECOND (5) failed hellos
+        frame, code = await hello_refused(srv.url, BAD_HELLO)
+        assert code == CLOSE_UNAUTHENTICATED, (frame, code)  # read, not turned away
+        ok = await t.connect("p1")  # and an honest hello passes
+        await ok.close()
+        await gm.close()
