@@ -63,6 +63,11 @@ log = logging.getLogger(__name__)
 CLOSE_ERROR = 1011
 
 
+class RoomMoving(Exception):
+    """Cluster mode: the room is between nodes (no owner with a URL to
+    redirect to): the client reconnects shortly (1012)."""
+
+
 class Redirect(Exception):
     """The room is served by another node (cluster mode)."""
 
@@ -212,6 +217,16 @@ class Session:
                 self._refund_hello()
                 await self._redirect(moved.owner)
                 return
+            except RoomMoving:
+                self._refund_hello()
+                await self._refuse_now(
+                    HelloRefused(
+                        "internal",
+                        "the room is moving to another node; retry",
+                        protocol.CLOSE_SERVICE_RESTART,
+                    )
+                )
+                return
             except StorageError as exc:
                 self._refund_hello()
                 log.warning("hello for a room failed: cannot reach the storage: %s", exc)
@@ -281,7 +296,8 @@ class Session:
         """Cluster mode: another node serves the room; the client goes there
         with the same hello (4302)."""
         with contextlib.suppress(ConnectionClosed, OSError):
-            await self.ws.send(self.codec.encode(protocol.redirect(owner.url or "")))
+            assert owner.url  # an Owner without one is RoomMoving (_hello)
+            await self.ws.send(self.codec.encode(protocol.redirect(owner.url)))
             await self.ws.close(protocol.CLOSE_REDIRECT, "served by another node")
 
     async def _refuse_now(self, refused: HelloRefused) -> None:
@@ -349,16 +365,36 @@ class Session:
                 raise unauthenticated()  # the admin token opens admin sessions only
             self._open_admin()
             return
+        rooms = self.deps.rooms
+        looked_up = rooms.loads  # room loads begun before the token lookup
         found = await self.deps.find_token(digest)
         if found is None or found[0] != hello.room:
             raise unauthenticated()
         room, user = found
         for _attempt in range(3):  # the room may be unloaded between get and submit
-            host = await self.deps.rooms.locate(room)
+            host = await rooms.locate(room)
             if isinstance(host, Owner):
-                raise Redirect(host)
+                if host.url:
+                    raise Redirect(host)
+                # Nobody serves it (released or expired between the claim's
+                # two statements), or its owner has no public URL: no
+                # redirect to "", look again.
+                await asyncio.sleep(0)
+                continue
             if host is None:
                 raise unauthenticated()
+            if host.load_seq > looked_up:
+                # Loaded after the lookup: a token change stored before the
+                # load is one this host does not know. Look the token up
+                # again, the host held meanwhile (not unloaded as idle).
+                looked_up = rooms.loads
+                host.hellos += 1
+                try:
+                    again = await self.deps.find_token(digest)
+                finally:
+                    host.hellos -= 1
+                if again != found:
+                    raise unauthenticated()
             bucket = self._bucket(host.state["users"].get(user, {}).get("role"), room, user)
             if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
                 raise HelloRefused(
@@ -370,7 +406,7 @@ class Session:
             outbox = self._new_outbox(user)
             fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
             try:
-                host.submit(Join(outbox, user, hello.since, fut, charge))
+                host.submit(Join(outbox, user, hello.since, fut, charge, digest))
             except RoomClosed:
                 continue
             try:
@@ -382,6 +418,8 @@ class Session:
                 raise
             break
         else:
+            if isinstance(host, Owner):  # still nobody with a URL to send the client to
+                raise RoomMoving(room)
             raise unauthenticated()
         if role not in ROOM_ROLES:  # the room core refuses it first; never an admin here
             raise unauthenticated()

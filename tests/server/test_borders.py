@@ -9,12 +9,26 @@ import logging
 import urllib.request
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import attrs
+import pytest
+
+from sync_server.cluster.leases import Leases, Owner
+from sync_server.core.auth import hash_token
 from sync_server.core.limits import FAILED_HELLO_BURST
 from sync_server.hosting.clock import FakeClock
 from sync_server.ops.logs import TextFormatter, escape_text
-from sync_server.wire.protocol import CLOSE_POLICY, CLOSE_UNAUTHENTICATED
-from tests.helpers.server import create_table, hello_refused, running_server
+from sync_server.storage.memory import MemoryStorage
+from sync_server.wire.protocol import CLOSE_POLICY, CLOSE_SERVICE_RESTART, CLOSE_UNAUTHENTICATED
+from tests.helpers.server import (
+    Closed,
+    connect,
+    connect_admin,
+    create_table,
+    hello_refused,
+    running_server,
+)
 
 # --- 5. logs and headers ----------------------------------------------------------
 
@@ -112,3 +126,95 @@ async def test_concurrent_bad_hellos_cannot_pass_the_failed_hello_limit(tmp_path
         ok = await t.connect("p1")  # and an honest hello passes
         await ok.close()
         await gm.close()
+
+
+@pytest.mark.parametrize("unloaded", [False, True], ids=["room-loaded", "room-reloaded"])
+async def test_a_hello_authenticated_before_a_rotation_does_not_join_after_it(
+    tmp_path: Path, unloaded: bool
+) -> None:
+    """p1's token is looked up, then the GM rotates it (stored), then the
+    hello joins: it must be refused, not given the new epoch (the stolen
+    token would keep a live session). Also when the room was unloaded and
+    loaded again in between (the new host never saw the rotation)."""
+    async with running_server(tmp_path / "data", room_idle_unload_seconds=-1.0) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        stolen_hash = hash_token(t.tokens["p1"])
+        looked_up, go_on = asyncio.Event(), asyncio.Event()
+        assert srv._deps is not None
+        real = srv._deps.find_token
+
+        async def slow_lookup(digest: bytes) -> tuple[str, str] | None:
+            found = await real(digest)
+            if digest == stolen_hash and not looked_up.is_set():
+                looked_up.set()
+                await go_on.wait()
+            return found
+
+        srv._deps = attrs.evolve(srv._deps, find_token=slow_lookup)
+        stolen = asyncio.create_task(connect(srv.url, t.tokens["p1"], t.room))
+        try:
+            await looked_up.wait()
+            fresh = (await gm.ok("rotate_token", {"user": t.users["p1"]}))["result"]["token"]
+            if unloaded:
+                await gm.close()
+                for _ in range(500):  # once the server has seen the GM leave
+                    if t.room in await srv.rooms.unload_idle():
+                        break
+                    await asyncio.sleep(0.01)
+                assert t.room not in srv.rooms.hosts
+        finally:
+            go_on.set()
+        with pytest.raises(Closed, match="bad token or room"):
+            await stolen
+        p1 = await connect(srv.url, fresh, t.room)  # the new token joins
+        await p1.close()
+        if not unloaded:
+            await gm.close()
+
+
+class _NobodyServes(MemoryStorage):
+    """A cluster backend whose every claim finds the room between nodes:
+    an `Owner` with no node and no URL (released or expired between the
+    claim's two statements, three times in a row)."""
+
+    node_id = "n1"
+    public_url = "ws://127.0.0.1:1/"
+    lease_seconds = 10.0
+
+    async def claim(self, room: str) -> Owner | None:
+        return await self.owner(room)
+
+    async def renew(self, rooms: Any) -> set[str]:
+        return set()
+
+    async def release(self, rooms: Any) -> None:
+        return None
+
+    async def owner(self, room: str) -> Owner | None:
+        return Owner(room, None, None) if room in await self.room_ids() else None
+
+    def claim_of(self, room: str) -> None:
+        return None
+
+    def held(self) -> dict[str, Any]:
+        return {}
+
+    def expired(self, now: float) -> set[str]:
+        return set()
+
+
+async def test_an_owner_with_no_url_is_no_redirect_to_nowhere(tmp_path: Path) -> None:
+    """`claim` may find nobody with a URL serving the room: the hello gets
+    `internal` and 1012 (reconnect shortly), never `redirect("")`."""
+    storage = _NobodyServes()
+    async with running_server(tmp_path / "data", storage=storage) as srv:
+        assert isinstance(storage, Leases) and srv.rooms.cluster
+        admin = await connect_admin(srv.url)
+        made = await admin.ok("create_room", {"room": "r1", "name": "Between nodes"})
+        await admin.close()
+        hello = {"t": "hello", "proto": 1, "token": made["result"]["gm_token"], "room": "r1"}
+        frame, code = await hello_refused(srv.url, hello)
+        assert frame is not None and frame["t"] == "error", frame
+        assert frame["code"] == "internal" and "moving to another node" in frame["message"]
+        assert code == CLOSE_SERVICE_RESTART
