@@ -533,15 +533,17 @@ class RoomCore:
         longer the user's: a rotation stored between the hello's token
         lookup and its join ends that token, and its hello must not get the
         new epoch. The welcome carries the user's view of the room."""
-        viewer = self.viewer(user)
+        found = self.state["users"].get(user)
         changed = self.token_changes.get(user, token_hash)
         # A room's users are gm, player or observer (rules.model.ROLES):
         # a stored role outside them (`admin` above all, which would make the
         # session the server's admin) opens nothing, whatever put it there.
-        if viewer is None or viewer.role not in ROOM_ROLES or changed != token_hash:
+        role = found.get("role") if isinstance(found, dict) else None
+        if role not in ROOM_ROLES or changed != token_hash:
             raise JoinRefused(
                 protocol.UNAUTHENTICATED, "bad token or room", protocol.CLOSE_UNAUTHENTICATED
             )
+        viewer = rules.Viewer(user, role)
         items = None if since is None else self.patches_after(since, viewer)
         frame = protocol.welcome(
             self.room_id,

@@ -207,14 +207,16 @@ async def test_a_file_making_a_user_admin_is_refused_and_stores_nothing(
         assert not b.rooms.exists("r1") and await b.storage.room_ids() == set()
 
 
+@pytest.mark.parametrize("role", ["admin", "wizard"])
 async def test_a_stored_admin_role_opens_no_session_and_no_admin_command(
-    tmp_path: Path, doc: dict[str, Any]
+    tmp_path: Path, doc: dict[str, Any], role: str
 ) -> None:
-    """Defence in depth: the room's storage says `admin` (whatever wrote it);
-    the user's hello is refused like a bad token, never welcomed as admin."""
-    in_state(lambda s: s["users"][_user(s, "player")].update(role="admin"))(doc)
+    """Defence in depth: the room's storage says `admin` (or `wizard`),
+    whatever wrote it; the user's hello is refused like a bad token, never
+    welcomed as the server's admin (nor answered `internal`)."""
+    in_state(lambda s: s["users"][_user(s, "player")].update(role=role))(doc)
     state = doc["state"]
-    uid = _user(state, "admin")
+    uid = _user(state, role)
     # a room at v0 whose snapshot is the crafted state, with a token we know
     dump = RoomDump("r1", 0, 0.0, 0, state, [], frozenset(), {uid: hash_token("T" * 43)})
     async with running_server(tmp_path / "b") as b:
