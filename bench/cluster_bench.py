@@ -175,8 +175,11 @@ async def _follow(url: str, token: str) -> tuple[Any, dict[str, Any]]:
 
 async def hello_raw(url: str, token: str, room: str) -> tuple[Any, dict[str, Any]]:
     from websockets.asyncio.client import connect
+    from websockets.typing import Subprotocol
 
-    ws = await connect(url, subprotocols=[protocol.MSGPACK], max_size=None, open_timeout=2)
+    ws = await connect(
+        url, subprotocols=[Subprotocol(protocol.MSGPACK)], max_size=None, open_timeout=2
+    )
     await ws.send(msgpack.packb(protocol.hello(token, room)))
     return ws, msgpack.unpackb(await ws.recv())
 

@@ -25,6 +25,7 @@ import time
 
 import msgpack
 from websockets.asyncio.client import connect
+from websockets.typing import Subprotocol
 
 from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct, start
 from sync_server.wire import protocol
@@ -70,7 +71,7 @@ async def attacker(url: str, token: str, stop: float) -> None:
     `since` whenever it is closed or refused."""
     while time.perf_counter() < stop:
         try:
-            ws = await connect(url, subprotocols=[protocol.MSGPACK], max_size=None)
+            ws = await connect(url, subprotocols=[Subprotocol(protocol.MSGPACK)], max_size=None)
         except OSError:
             await asyncio.sleep(0.05)
             continue

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import msgpack
 from websockets.asyncio.client import connect
+from websockets.typing import Subprotocol
 
 import rules
 from sync_server.core.auth import hash_token
@@ -139,7 +140,9 @@ async def open_clients(url: str, rooms: list[str], clients: int) -> list:
     conns = []
     for rid in rooms:
         for user in ([gm, *users[1:]] * clients)[:clients]:
-            ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**20)
+            ws = await connect(
+                url, subprotocols=[Subprotocol(MSGPACK)], compression=None, max_size=2**20
+            )
             await ws.send(msgpack.packb(protocol.hello(token(rid, user), rid)))
             welcome = msgpack.unpackb(await ws.recv())
             if welcome.get("t") != "welcome":

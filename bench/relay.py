@@ -19,6 +19,7 @@ from collections import defaultdict
 
 import msgpack
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.typing import Subprotocol
 
 from sync_server.wire import protocol
 from sync_server.wire.protocol import JSON, MSGPACK
@@ -67,13 +68,19 @@ async def handler(ws: ServerConnection) -> None:
             for peer in list(rooms[room]):
                 with contextlib.suppress(Exception):  # a peer gone mid-send
                     await peer.send(encoded[JSON if peer.subprotocol == JSON else MSGPACK])
-            await ws.send(encode(proto, protocol.ack(cmd.get("id"), {}, v=v)))
+            await ws.send(encode(proto, protocol.ack(str(cmd.get("id", "")), {}, v=v)))
     finally:
         rooms[room].discard(ws)
 
 
 async def main(host: str, port: int) -> None:
-    async with serve(handler, host, port, subprotocols=[MSGPACK, JSON], compression=None) as server:
+    async with serve(
+        handler,
+        host,
+        port,
+        subprotocols=[Subprotocol(MSGPACK), Subprotocol(JSON)],
+        compression=None,
+    ) as server:
         bound = server.sockets[0].getsockname()[1]
         print(f"relay listening on ws://{host}:{bound}", flush=True)
         await asyncio.Future()

@@ -212,6 +212,8 @@ def worst_cases() -> list[tuple[str, Table, str, dict, Dice]]:
     camp = resting_camp()
     order = list(camp.room.characters)
     last = last_turn_of_a_full_round()
+    assert last.room.combat is not None
+    last_turn = last.room.combat.order[-1]
     healer = next(iter(inf.room.characters))
     return [
         (
@@ -228,7 +230,7 @@ def worst_cases() -> list[tuple[str, Table, str, dict, Dice]]:
         ),
         (
             f"end_turn closing a round of {MAX_ORDER} dying combatants",
-            last, "end_turn", {"char": last.room.combat.order[-1]}, SeededDice(1),
+            last, "end_turn", {"char": last_turn}, SeededDice(1),
         ),
         (
             f"remove_character, the healer of {MAX_CHARACTERS - 1} patients",

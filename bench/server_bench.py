@@ -27,9 +27,10 @@ from typing import Any
 
 import msgpack
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Subprotocol
 
 from rules.patch import apply_ops
-from sync_server.wire import protocol
+from sync_server.wire import frames, protocol
 from sync_server.wire.protocol import MSGPACK
 
 ADMIN_TOKEN = "bench-admin-token-not-a-secret-0123456789"
@@ -116,10 +117,11 @@ class Peer:
 
 
 async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnection, dict]:
-    ws = await connect(url, subprotocols=[MSGPACK], compression=None, max_size=2**20)
-    await ws.send(msgpack.packb(protocol.hello(token, room)))
+    ws = await connect(url, subprotocols=[Subprotocol(MSGPACK)], compression=None, max_size=2**20)
+    handshake = frames.Handshake(token, room)
+    await ws.send(msgpack.packb(handshake.hello()))
     welcome = msgpack.unpackb(await ws.recv())
-    if welcome.get("t") != "welcome":
+    if not isinstance(handshake.receive(welcome), frames.Welcome):
         raise RuntimeError(f"no welcome: {welcome}")
     return ws, welcome
 
@@ -230,8 +232,8 @@ async def drive(
     cpu, own = cpu_seconds(pid) - cpu0, time.process_time() - own0
     latencies, missing = [], 0
     for group, t0, v in sent:
-        arrivals = [p.arrived.get(v) for p in group]
-        if all(a is not None for a in arrivals):
+        arrivals = [a for a in (p.arrived.get(v) for p in group) if a is not None]
+        if len(arrivals) == len(group):
             latencies.append(max(arrivals) - t0)
         else:
             missing += 1

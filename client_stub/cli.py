@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import ssl
@@ -125,6 +126,29 @@ def ops_text() -> str:
     return "\n".join(lines)
 
 
+def _reads_as_text(s: str) -> bool:
+    """The CLI reads a value as JSON when it parses: "3" would be a number."""
+    try:
+        json.loads(s)
+    except ValueError:
+        return True
+    return False
+
+
+def cli_example(op: str, args: dict[str, Any]) -> str:
+    """The `vtt-sync client cmd` line sending `op` with `args` (also the
+    examples of docs/operations.md)."""
+    parts = ["vtt-sync", "client", "cmd", op]
+    for k, v in args.items():
+        text = v if isinstance(v, str) and _reads_as_text(v) else json.dumps(v)
+        pair = f"{k}={text}"
+        if "'" in pair and not any(ch in pair for ch in '"$`\\!'):
+            parts.append(f'"{pair}"')  # reads better than shlex's '"'"'
+        else:
+            parts.append(shlex.quote(pair))
+    return " ".join(parts)
+
+
 def unknown_op_message(op: str) -> str:
     near = _catalog().suggest(op)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
@@ -156,7 +180,7 @@ def op_help(op: str) -> str:
         lines.append(f"result: {doc.result}")
     if doc.events:
         lines.append("events: " + ", ".join(dict.fromkeys(doc.events)))
-    lines += ["", "example:", "  " + cat.cli_example(op, doc.example)]
+    lines += ["", "example:", "  " + cli_example(op, doc.example)]
     return "\n".join(lines)
 
 
@@ -375,7 +399,8 @@ async def _cmd(ns: argparse.Namespace, url: str, token: str, room: str | None) -
         await client.close()
     # The ack returns once the mirror holds its version, so its patch is here
     # (absent only for a `dup` retry whose patch predates this connection).
-    events = patches.get(ack.get("v"), {}).get("events", []) if ack.get("v") else []
+    v = ack.get("v")
+    events = patches.get(v, {}).get("events", []) if isinstance(v, int) else []
     if ns.json:
         _print_json({**ack, "events": events} if ns.events else ack)
         return EXIT_OK

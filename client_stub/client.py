@@ -42,7 +42,7 @@ from client_stub.errors import (
     Unauthenticated,
 )
 from client_stub.mirror import GAP, Mirror
-from sync_server.wire import protocol
+from sync_server.wire import frames, protocol
 from sync_server.wire.codec import CODECS
 
 log = logging.getLogger("vtt_sync.client")
@@ -455,29 +455,33 @@ class Client:
             await asyncio.sleep(delay)
 
     async def _session(self, url: str) -> None:
+        # No `ssl` argument at all unless a context is given: websockets then
+        # uses the system's authorities for wss:// (ssl=None would mean none).
+        tls: dict[str, Any] = {} if self.ssl_context is None else {"ssl": self.ssl_context}
         ws = await connect(
             url,
             subprotocols=[SUBPROTOCOLS[self.proto]],  # type: ignore[list-item]
             open_timeout=self.open_timeout,
             max_size=64 * 1024 * 1024,
             user_agent_header="vtt-sync-client",
-            # (no `ssl` argument at all: websockets then uses the system's authorities)
-            **({"ssl": self.ssl_context} if self.ssl_context is not None else {}),
+            **tls,
         )
         self._ws = ws
         try:
             since = self.mirror.version if self.mirror.ready else None
-            await ws.send(self._encode(protocol.hello(self._token, self.room, since)))
+            handshake = frames.Handshake(self._token, self.room, since)
+            await ws.send(self._encode(handshake.hello()))
             async with asyncio.timeout(self.hello_timeout):
                 while True:
                     frame = self._decode(await ws.recv())
-                    if frame.get("t") == "welcome":
+                    outcome = handshake.receive(frame)
+                    if isinstance(outcome, frames.Welcome):
                         break
-                    if frame.get("t") == "redirect" and isinstance(frame.get("url"), str):
-                        raise Redirected(frame["url"])
-                    self._handle(frame)
+                    if isinstance(outcome, frames.Redirect):
+                        raise Redirected(outcome.url)
+                    self._handle(frame)  # a refusal: its words, then the close
             self._auth_message = None
-            self._on_welcome(frame)
+            self._on_welcome(outcome)
             for pending in list(self._pending.values()):
                 await self._send_pending(pending)
             async for raw in ws:
@@ -500,19 +504,19 @@ class Client:
             message = self._auth_message or reason or cls.explanation
             raise cls(message, close_code=code)
 
-    def _on_welcome(self, frame: dict[str, Any]) -> None:
-        self.user = frame.get("user")
-        self.role = frame.get("role")
+    def _on_welcome(self, welcome: frames.Welcome) -> None:
+        self.user = welcome.user
+        self.role = welcome.role
         self._sync_sent_at = None
-        if "state" in frame and frame.get("state") is not None:
-            applied = self.mirror.reset(frame["state"], frame["v"])
+        if welcome.state is not None and welcome.v is not None:
+            applied = self.mirror.reset(welcome.state, welcome.v)
             self._changed(applied, reset=True)
-        elif "patches" in frame:
+        elif welcome.patches is not None:
             applied = []
-            for patch in frame.get("patches") or []:
+            for patch in welcome.patches:
                 applied += self.mirror.feed(patch)[1]
             self._changed(applied)
-            behind = self.mirror.version is not None and self.mirror.version < frame.get("v", 0)
+            behind = self.mirror.version is not None and self.mirror.version < (welcome.v or 0)
             if behind:
                 self._request_sync()
         self.connections += 1
@@ -521,59 +525,62 @@ class Client:
         self._status("connected", f"{self.user} ({self.role})")
 
     def _handle(self, frame: dict[str, Any]) -> None:
-        t = frame.get("t")
-        if t == "patch":
-            status, applied = self.mirror.feed(frame)
+        try:
+            parsed = frames.parse_server(frame)
+        except frames.BadFrame as bad:
+            log.warning("ignored a frame that is not of the protocol: %s", bad.message)
+            return
+        if isinstance(parsed, frames.Patch):
+            status, applied = self.mirror.feed(parsed.raw)
             if status == GAP:
                 self._request_sync()
             self._changed(applied)
-        elif t == "patches":
-            patches = frame.get("patches") or []
-            waiter = self._history_waiters.pop(str(frame.get("id")), None)
+        elif isinstance(parsed, frames.Patches):
+            waiter = self._history_waiters.pop(str(parsed.id), None)
             if waiter is not None:  # the answer to history(), told by its id
                 up_to, future = waiter
                 if not future.done():
-                    future.set_result([p for p in patches if p.get("v", 0) <= up_to])
+                    future.set_result([p for p in parsed.patches if p.get("v", 0) <= up_to])
             else:
                 self._sync_sent_at = None
             applied = []
-            for patch in patches:
+            for patch in parsed.patches:
                 applied += self.mirror.feed(patch)[1]
             self._changed(applied)
             if self.mirror.has_gap:
                 self._request_sync()
-        elif t == "snapshot":
-            waiter = self._history_waiters.pop(str(frame.get("id")), None)
+        elif isinstance(parsed, frames.Snapshot):
+            waiter = self._history_waiters.pop(str(parsed.id), None)
             if waiter is not None:  # history() asked further back than the server keeps
                 if not waiter[1].done():
                     waiter[1].set_result([])
             else:
                 self._sync_sent_at = None
-            applied = self.mirror.reset(frame["state"], frame["v"])
+            applied = self.mirror.reset(parsed.state, parsed.v)
             self._changed(applied, reset=True)
-        elif t == "ack":
-            pending = self._pending.pop(str(frame.get("id")), None)
+        elif isinstance(parsed, frames.Ack):
+            pending = self._pending.pop(parsed.id, None)
             if pending is None or pending.future.done():
                 return
-            v = frame.get("v")
-            if isinstance(v, int) and (self.version is None or self.version < v):
+            v = parsed.v
+            if v is not None and (self.version is None or self.version < v):
                 # the patch comes before the ack: if it is missing, ask for it
                 self._parked.append((v, pending.future, frame))
                 if not self.mirror.has_gap or self._sync_sent_at is None:
                     self._request_sync()
             else:
                 pending.future.set_result(frame)
-        elif t == "error":
-            pending = self._pending.pop(str(frame.get("id")), None) if frame.get("id") else None
+        elif isinstance(parsed, frames.Error):
+            pending = self._pending.pop(parsed.id, None) if parsed.id else None
             if pending is not None and not pending.future.done():
                 pending.future.set_exception(CommandError.from_frame(frame))
                 return
-            if frame.get("code") == "unauthenticated":
-                self._auth_message = str(frame.get("message") or "unauthenticated")
-            log.info("server error: %s %s", frame.get("code"), frame.get("message"))
+            if parsed.code == "unauthenticated":
+                self._auth_message = parsed.message or "unauthenticated"
+            log.info("server error: %s %s", parsed.code, parsed.message)
             self._emit("error", frame)
         else:
-            log.debug("ignored frame %r", t)
+            log.debug("ignored frame %r", frame.get("t"))
 
     def _request_sync(self) -> None:
         if self.mirror.version is None or self._sync_sent_at == self.mirror.version:

@@ -140,6 +140,5 @@ class ClientClosed(VttSyncError):
 
 
 FINAL_CLOSE_CODES: dict[int, type[ConnectionFailed]] = {
-    cls.close_code: cls  # type: ignore[misc]
-    for cls in (ProtocolMisuse, Unauthenticated, AccessRevoked, RoomDeleted)
+    cls.close_code: cls for cls in (ProtocolMisuse, Unauthenticated, AccessRevoked, RoomDeleted)
 }

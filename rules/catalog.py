@@ -17,42 +17,74 @@ from __future__ import annotations
 
 import difflib
 import json
-import shlex
+import re
 from typing import Any
 
 import attrs
 
 from rules.engine import ADMIN_OPS, LOG_OPS, OWNER_OR_GM, UNTEND, G
 from rules.engine import OPS as TABLE
+from rules.errors import InvalidArgs
 from rules.validate import BOOL, Arg, Kind, _int, _str, optional
 
-# Room ids and names of create_room (the server checks them: sync_server/core/limits.py,
-# ROOM_ID_PATTERN and MAX_ROOM_NAME; tests/rules/test_catalog.py compares).
-MAX_ROOM_ID = 64  # ids travel in every hello and URL
-MAX_ROOM_NAME = 100  # shown in the page's title bar
+# --- the arguments of the ops the server handles itself ------------------------
+# Their one home: the server checks admin commands with these kinds
+# (`rules.validate.check_args`), and `sync_server/core/limits.py` lists the
+# limits with every other one.
+
+# Room ids appear in URLs, paths and every hello: short and plain.
+MAX_ROOM_ID = 64
+ROOM_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+_ROOM_ID_RE = re.compile(ROOM_ID_PATTERN)
+# Names given to create_room: shown in the page's title bar.
+MAX_ROOM_NAME = 100
+# An upload id of import_room: chosen by the client, like a command id.
+MAX_UPLOAD_ID = 64
+
+# The largest room file `import_room` takes. The server holds the whole file
+# (and then its parsed form, several times larger) in memory while it checks
+# it: 64 MiB is a room of ~100,000 logged versions, far beyond a long
+# campaign, and bounded on a small server.
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+# Characters of the file per `import_room` part. Frames from clients are at
+# most 64 KiB; the file is ASCII JSON, which the JSON subprotocol may escape
+# to up to twice its size (each quote gains a backslash): 30,000 fits either
+# subprotocol with room for the frame's envelope.
+IMPORT_CHUNK_CHARS = 30_000
+# Parts of one import: the file's bound over the part size, rounded up.
+MAX_IMPORT_PARTS = -(-MAX_IMPORT_BYTES // IMPORT_CHUNK_CHARS)
 
 
-def _no_check(name: str, value: Any) -> Any:  # the server checks these, not the engine
-    return value
+def valid_room_id(value: Any) -> bool:
+    return isinstance(value, str) and _ROOM_ID_RE.fullmatch(value) is not None
+
+
+def _check_room_id(name: str, value: Any) -> str:
+    if not valid_room_id(value):
+        raise InvalidArgs(f"{name} must be 1-{MAX_ROOM_ID} letters, digits, '_', '-' or '.'")
+    room: str = value
+    return room
+
+
+def _check_room_name(name: str, value: Any) -> str:
+    if not (isinstance(value, str) and value.strip() and len(value) <= MAX_ROOM_NAME):
+        raise InvalidArgs(f"{name} must be a non-empty string of at most {MAX_ROOM_NAME}")
+    text: str = value
+    return text
 
 
 ROOM_ID = Kind(
-    _no_check,
+    _check_room_id,
     "id",
     1,
     MAX_ROOM_ID,
     note="letters, digits, '_', '-', '.', starting with a letter or digit",
 )
-ROOM_NAME = attrs.evolve(_str(1, MAX_ROOM_NAME), check=_no_check)
-
-# import_room's parts (the server's limits.py: IMPORT_CHUNK_CHARS,
-# MAX_IMPORT_PARTS; tests/rules/test_catalog.py compares).
-IMPORT_CHUNK_CHARS = 30_000
-MAX_IMPORT_PARTS = 2237
-UPLOAD_ID = attrs.evolve(_str(1, 64, "id"), check=_no_check)
-IMPORT_PART = attrs.evolve(_int(0, MAX_IMPORT_PARTS - 1), check=_no_check)
-IMPORT_PARTS = attrs.evolve(_int(1, MAX_IMPORT_PARTS), check=_no_check)
-IMPORT_DATA = attrs.evolve(_str(1, IMPORT_CHUNK_CHARS), check=_no_check)
+ROOM_NAME = attrs.evolve(_str(1, MAX_ROOM_NAME), check=_check_room_name)
+UPLOAD_ID = _str(1, MAX_UPLOAD_ID, "id")
+IMPORT_PART = _int(0, MAX_IMPORT_PARTS - 1)
+IMPORT_PARTS = _int(1, MAX_IMPORT_PARTS)
+IMPORT_DATA = _str(1, IMPORT_CHUNK_CHARS)
 
 
 @attrs.frozen
@@ -87,16 +119,20 @@ TIMED_EVENTS = ("pp", "condition", "roll", "rest", "recover", "tend")
 
 OPS: dict[str, OpDoc] = {
     "update_room": OpDoc(
-        "rename the room or change the length of a combat round",
-        "The room's `name` and/or `round_seconds` (world seconds per combat round: "
-        "the dying PP clock out of combat and the time a round adds to the clock).",
+        "change the room's settings: its name, a round's length, passing over the dead",
+        "The room's `name`, `round_seconds` (world seconds per combat round: the dying PP "
+        "clock out of combat and the time a round adds to the clock) and `skip_dead` "
+        "(whether an end of turn passes over dead combatants, T3; from the next end of turn).",
         {
             "name": "the room's new name",
             "round_seconds": "world seconds per combat round (default 6)",
+            "skip_dead": "pass over dead combatants' turns (default true); false: a dead "
+            "combatant's turn comes round and the GM ends it",
         },
         {"name": "Thursday table", "round_seconds": 6},
         ("room",),
-        (("invalid_args", "neither `name` nor `round_seconds` is given"),),
+        (("invalid_args", "none of `name`, `round_seconds`, `skip_dead` is given"),),
+        rules="T3",
     ),
     "add_user": OpDoc(
         "invite a GM, a player or an observer: returns their token",
@@ -210,7 +246,8 @@ OPS: dict[str, OpDoc] = {
     "end_turn": OpDoc(
         "end the current character's turn",
         "The end-of-turn rules of the current character (a dying one loses 1 PP, D5; "
-        "its S3/S4 allowance resets), then the next turn; after the last combatant a new "
+        "its S3/S4 allowance resets), then the next turn, passing over dead combatants "
+        "unless the room's `skip_dead` is off (T3); after the last combatant a new "
         "round starts and the clock advances by `round_seconds` (T2).",
         {
             "char": "the character whose turn it is",
@@ -219,7 +256,7 @@ OPS: dict[str, OpDoc] = {
         {"char": "c2", "round": 1},
         ("pp", "condition", "turn", "clock", *TIMED_EVENTS),
         (("conflict", "no combat, or that turn is over (another character, another round)"),),
-        rules="T1, T2, D5",
+        rules="T1, T2, T3, D5",
     ),
     "advance_clock": OpDoc(
         "move the world clock forward; the timed rules fire",
@@ -238,10 +275,12 @@ OPS: dict[str, OpDoc] = {
     "set_order": OpDoc(
         "change the running combat's order: reorder, add, remove combatants",
         "The combat order. Without `turn` the current combatant keeps its turn (if it left, "
-        "the next one after it has it); `turn` says whose turn it is now, its length ending "
-        "the round (the clock advances, T2). No end-of-turn rule runs. Newcomers' rests end "
-        "(R4); their dying PP loss moves to their turns (D5); leavers are out of combat from "
-        "now (D5, S4 count a full round from here).",
+        "the next one after it has it, passing over the dead, T3); `turn` says whose turn "
+        "it is now, its length ending the round (the clock advances, T2). No end-of-turn "
+        "rule runs; a combatant whose turn moves away has had it passed over (a dying one "
+        "loses 1 PP at the end of its next turn, D5). Newcomers' rests end (R4); their "
+        "dying PP loss moves to their turns (D5); leavers are out of combat from now (D5, "
+        "S4 count a full round from here). Initiative totals (T4) of leavers are dropped.",
         {
             "order": "the combatants' ids, in turn order",
             "turn": "whose turn it is now: an index in `order`, or its length to end the round",
@@ -249,7 +288,35 @@ OPS: dict[str, OpDoc] = {
         {"order": ["c2", "c1", "c3"]},
         ("rest", "combat", "turn", "clock", *TIMED_EVENTS),
         (("rule", "no combat is running; a character appears twice, or is dead (D6)"),),
-        rules="T1, T2, D5, R4, S4",
+        rules="T1, T2, T3, D5, R4, S4",
+    ),
+    "roll_initiative": OpDoc(
+        "roll initiative: the combat order sorted by d20 + Dex modifier + bonus",
+        "Each character rolls d20 + its Dexterity modifier (ability damage included) + its "
+        "`bonus` (T4); the order is by total, ties by the higher Dexterity modifier, then "
+        "character order. With no combat running, `chars` are the combatants and the "
+        "combat starts in that order (as combat_start). In a combat, `chars` (default: "
+        "every living combatant) roll and the order is sorted again: combatants never "
+        "rolled for come last; the current combatant keeps its turn, except in round 1 "
+        "before the first turn ends, when the top of the order has it. The totals stay in "
+        "`initiative` (the GM's only) until the combat ends. Dice: `rolls`, then the queue "
+        "(in character order), then the server's (X1).",
+        {
+            "chars": "the characters who roll (without a combat: required, the combatants); "
+            "default every living combatant",
+            "bonus": "a bonus per character, added to its roll",
+            "rolls": "natural d20s the GM rolled at the table, per character (X1)",
+        },
+        {"chars": ["c1", "c2", "c3"], "bonus": {"c2": 2}},
+        ("roll", "rest", "combat", "turn", "clock", *TIMED_EVENTS),
+        (
+            (
+                "rule",
+                "no combat and no `chars`; a character twice, dead (D6), or not in the "
+                "running combat; a `bonus` or `rolls` for a character who does not roll",
+            ),
+        ),
+        rules="T4, X1, X2, T3",
     ),
     "damage": OpDoc(
         "deal damage: PE first, then PV",
@@ -489,13 +556,14 @@ EVENTS: dict[str, EventDoc] = {
         "a check: d20 + modifier + bonus against a DC (X2)",
         {
             "char": "who rolls",
-            "check": "medicine or constitution",
+            "check": "medicine, constitution or initiative",
             "d20": "the natural die",
-            "mod": "the modifier (medicine bonus, Con modifier)",
-            "bonus": "a bonus (+2 from a successful tending, L4)",
+            "mod": "the modifier (medicine bonus, Con modifier, Dex modifier)",
+            "bonus": "a bonus (+2 from a successful tending, L4; the GM's initiative bonus)",
             "total": "d20 + mod + bonus (raised to 10 after a successful tending, L4)",
             "dc": "the difficulty, or null for the hourly stability check",
-            "outcome": "success, failure; for stability checks wake, stay or die",
+            "outcome": "success, failure; for stability checks wake, stay or die; for "
+            "initiative rolled",
             "source": "where the d20 came from: server, queued (X1) or gm (`roll`)",
             "patient": "first aid and tending: the character cared for",
             "hour": "stability checks: which hourly check (1-8)",
@@ -662,8 +730,12 @@ EVENTS: dict[str, EventDoc] = {
     ),
     "room": EventDoc(
         "the room's settings changed",
-        {"name": "the room's name now", "round_seconds": "seconds per round now"},
-        {"kind": "room", "name": "Thursday table", "round_seconds": 6},
+        {
+            "name": "the room's name now",
+            "round_seconds": "seconds per round now",
+            "skip_dead": "whether dead combatants are passed over now (T3)",
+        },
+        {"kind": "room", "name": "Thursday table", "round_seconds": 6, "skip_dead": True},
     ),
     "rolls_queued": EventDoc(
         "d20s added to the dice queue (X1)",
@@ -748,25 +820,3 @@ def describe_arg(arg: Arg) -> tuple[str, str]:
 def suggest(op: str) -> list[str]:
     """The known ops nearest to a mistyped one."""
     return difflib.get_close_matches(op, all_ops(), n=3, cutoff=0.6)
-
-
-def _reads_as_text(s: str) -> bool:
-    """The CLI reads a value as JSON when it parses: "3" would be a number."""
-    try:
-        json.loads(s)
-    except ValueError:
-        return True
-    return False
-
-
-def cli_example(op: str, args: dict[str, Any]) -> str:
-    """The `vtt-sync client cmd` line sending `op` with `args`."""
-    parts = ["vtt-sync", "client", "cmd", op]
-    for k, v in args.items():
-        text = v if isinstance(v, str) and _reads_as_text(v) else json.dumps(v)
-        pair = f"{k}={text}"
-        if "'" in pair and not any(ch in pair for ch in '"$`\\!'):
-            parts.append(f'"{pair}"')  # reads better than shlex's '"'"'
-        else:
-            parts.append(shlex.quote(pair))
-    return " ".join(parts)

@@ -115,9 +115,9 @@ def advance(ctx: Ctx, seconds: int) -> None:
         schedule(c)
     while heap:
         t, _, rank, cid = heapq.heappop(heap)
-        c = room.characters.get(cid)
+        current = room.characters.get(cid)
         _, due, fire = TIMERS[rank]
-        if c is None or due(room, c, end) != t:
+        if current is None or due(room, current, end) != t:
             continue  # stale: the character changed since this was scheduled
         c = ctx.edit(cid)
         room.clock = max(room.clock, t)
@@ -139,6 +139,7 @@ def combat_start(ctx: Ctx, order: list[str]) -> None:
         if c.condition == "dead":
             raise RuleBroken(f"{c.name} is dead and cannot join a combat (D6)")
     room.combat = Combat(list(order), 0, 1)
+    room.initiative = {}
     for cid in order:
         c = ctx.edit(cid)
         end_rest(ctx, c, "combat")  # R4 / T1
@@ -154,6 +155,7 @@ def combat_end(ctx: Ctx) -> None:
         raise RuleBroken("no combat is running")
     order = room.combat.order
     room.combat = None
+    room.initiative = {}
     for cid in order:
         c = ctx.edit(cid)
         c.dying_fresh = False
@@ -188,37 +190,76 @@ def end_turn(ctx: Ctx, cid: str, round_: int | None) -> None:
 
 
 def next_turn(ctx: Ctx) -> None:
-    """Pass the turn; after the last combatant a new round starts and world
-    time advances by one round, running T2."""
+    """Pass the turn to the next combatant (T3: the next living one); after
+    the last a new round starts and world time advances by one round, running
+    T2."""
+    combat = ctx.room.combat
+    assert combat is not None
+    give_turn(ctx, combat.turn + 1, passed=combat.current)
+
+
+def takes_turn(room: Room, cid: str) -> bool:
+    """T3: does this combatant get its turns? Not a dead one while the room
+    passes the dead over (`skip_dead`); then the turn goes to the next."""
+    return not (room.skip_dead and room.characters[cid].condition == "dead")
+
+
+def first_to_act(room: Room, start: int) -> int | None:
+    """The first place from `start` on in the order whose combatant takes
+    its turn (T3); None when nobody is left to act in this round."""
+    assert room.combat is not None
+    order = room.combat.order
+    return next((i for i in range(start, len(order)) if takes_turn(room, order[i])), None)
+
+
+def give_turn(ctx: Ctx, start: int, passed: str | None) -> None:
+    """Give the turn to the first combatant from place `start` that takes it
+    (T3 passes over the dead: none of their end-of-turn rules run). When
+    nobody is left in this round, the round ends: the next one starts, world
+    time advances by a round (T2 fires), and the first combatant from the top
+    that takes its turn has it; if every combatant is dead, the top of the
+    order does (an empty turn the GM ends: T3 ruling), so one end of turn
+    ends at most one round.
+
+    `passed` is the combatant whose turn this was: its turn is over, ended or
+    passed over, so D5's exemption for the turn it started dying in is gone
+    (D5 v1.2: a turn passed over does not carry it to the next one)."""
     room = ctx.room
     combat = room.combat
     assert combat is not None
-    combat.turn += 1
-    if combat.turn >= len(combat.order):
+    if passed is not None and passed in room.characters:
+        c = room.characters[passed]
+        if c.dying_fresh:
+            ctx.edit(passed).dying_fresh = False
+    turn = first_to_act(room, start)
+    if turn is None:
         combat.turn = 0
         combat.round += 1
         advance(ctx, room.round_seconds)
+        turn = first_to_act(room, 0)
+        if turn is None:
+            turn = 0  # T3 ruling: every combatant is dead
+    combat.turn = turn
     ctx.emit("turn", char=combat.current, round=combat.round, turn=combat.turn)
 
 
 def leave_combat(ctx: Ctx, cid: str) -> None:
     """A removed character leaves the order; the turn stays with whoever now
-    stands at the current index. An empty order ends the combat."""
+    stands at the current index (T3: the next living one from there). An
+    empty order ends the combat."""
     room = ctx.room
     combat = room.combat
     if combat is None or cid not in combat.order:
         return
     idx = combat.order.index(cid)
     combat.order.remove(cid)
+    room.initiative.pop(cid, None)
     if not combat.order:
         room.combat = None
+        room.initiative = {}
         ctx.emit("combat", outcome="end")
         return
     if idx < combat.turn:
         combat.turn -= 1
     elif idx == combat.turn:
-        if combat.turn >= len(combat.order):
-            combat.turn -= 1  # so that next_turn wraps to a new round
-            next_turn(ctx)
-        else:
-            ctx.emit("turn", char=combat.current, round=combat.round, turn=combat.turn)
+        give_turn(ctx, idx, passed=None)  # past the end, the round ends

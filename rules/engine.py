@@ -14,22 +14,25 @@ from typing import Any
 
 import attrs
 
-from rules import abilities, clock, roster, stability, stabilizing, tracker
+from rules import abilities, clock, initiative, roster, stability, stabilizing, tracker
 from rules.context import Actor, Ctx
 from rules.damage import damage
 from rules.dice import Dice
 from rules.effects import Effect
 from rules.errors import Forbidden, NotFound, RuleBroken, UnknownOp
-from rules.model import Room, User
+from rules.model import Character, Room, User
 from rules.rest import end_rest, start_rest
 from rules.validate import (
     ABILITY,
     ABILITY_SCORES,
     AMOUNT,
+    BONUSES,
     BOOL,
+    CHAR_IDS,
     CLOCK,
     CORRECTIONS,
     D20,
+    D20S,
     ID,
     LEVEL,
     NAME,
@@ -93,15 +96,19 @@ class Outcome:
     undoable: bool = True
 
 
-def _c(ctx: Ctx, a: dict[str, Any], key: str = "char"):
+def _c(ctx: Ctx, a: dict[str, Any], key: str = "char") -> Character:
     return ctx.edit(a[key])
 
 
 OPS: dict[str, OpSpec] = {
     "update_room": OpSpec(
-        {"name": optional(NAME), "round_seconds": optional(ROUND_SECONDS)},
+        {
+            "name": optional(NAME),
+            "round_seconds": optional(ROUND_SECONDS),
+            "skip_dead": optional(BOOL),
+        },
         G,
-        lambda ctx, a: roster.update_room(ctx, a["name"], a["round_seconds"]),
+        roster.update_room,
         check=roster.check_update_room,
     ),
     "add_user": OpSpec(
@@ -182,6 +189,12 @@ OPS: dict[str, OpSpec] = {
         chars=("order",),
         check=tracker.check_set_order,
         on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
+    ),
+    "roll_initiative": OpSpec(
+        {"chars": optional(CHAR_IDS), "bonus": optional(BONUSES), "rolls": optional(D20S)},
+        G,
+        initiative.roll_initiative,
+        chars=("chars", "bonus", "rolls"),
     ),
     "advance_clock": OpSpec(
         {"seconds": Arg(SECONDS), "from": optional(CLOCK)},
@@ -300,13 +313,14 @@ def _authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: st
 
 def _named(a: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     """The ids that the arguments `keys` name ("set.owner" looks inside `set`;
-    a list argument names each of its items; None names nobody)."""
+    a list argument names each of its items, a map each of its keys; None
+    names nobody)."""
     out: list[str] = []
     for key in keys:
         value: Any = a
         for part in key.split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, list):
+        if isinstance(value, list | dict):
             out.extend(value)
         elif value is not None:
             out.append(value)

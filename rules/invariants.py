@@ -53,6 +53,8 @@ def violations(room: Room) -> list[str]:
             out.append("combat turn out of range")
         if any(cid not in room.characters for cid in order):
             out.append("combat order names a missing character")
+    if any(cid not in (room.combat.order if room.combat else ()) for cid in room.initiative):
+        out.append("initiative names a character outside the combat order")
     for r in room.queued_rolls:
         if not 1 <= r <= 20:
             out.append(f"queued roll {r} is not a d20")

@@ -208,6 +208,13 @@ class Room:
     clock: int = 0
     round_seconds: int = DEFAULT_ROUND_SECONDS
     combat: Combat | None = None
+    # T3: are dead combatants passed over (Foundry's "skip defeated")? A room
+    # setting (update_room), on by default.
+    skip_dead: bool = True
+    # T4: the running combat's initiative totals by combatant (only those
+    # rolled); empty without a combat. GM-only in views (a total is a number
+    # of the sheet; the order itself shows the ranks).
+    initiative: dict[str, int] = attrs.Factory(dict)
     queued_rolls: list[int] = attrs.Factory(list)
     users: dict[str, User] = attrs.Factory(dict)
     characters: dict[str, Character] = attrs.Factory(dict)
@@ -230,6 +237,8 @@ class Room:
             None
             if self.combat is None
             else Combat(list(self.combat.order), self.combat.turn, self.combat.round),
+            self.skip_dead,
+            dict(self.initiative),
             list(self.queued_rolls),
             self.users,
             dict(self.characters),
@@ -274,6 +283,8 @@ class Room:
             "clock": self.clock,
             "round_seconds": self.round_seconds,
             "combat": combat,
+            "skip_dead": self.skip_dead,
+            "initiative": dict(self.initiative),
             "queued_rolls": list(self.queued_rolls),
             "users": users,
             "characters": chars,
@@ -293,6 +304,8 @@ class Room:
             combat=None
             if combat is None
             else Combat(list(combat["order"]), combat["turn"], combat["round"]),
+            skip_dead=d.get("skip_dead", True),
+            initiative=dict(d.get("initiative") or {}),
             queued_rolls=list(d.get("queued_rolls", [])),
             users=users,
             characters={

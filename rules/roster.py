@@ -152,16 +152,23 @@ def rotate_token(ctx: Ctx, uid: str) -> None:
 
 
 def check_update_room(a: dict[str, Any]) -> None:
-    if a["name"] is None and a["round_seconds"] is None:
-        raise InvalidArgs("update_room: give name and/or round_seconds")
+    if all(a[k] is None for k in ROOM_SETTINGS):
+        raise InvalidArgs(f"update_room: give one or more of {', '.join(ROOM_SETTINGS)}")
 
 
-def update_room(ctx: Ctx, name: str | None, round_seconds: int | None) -> None:
-    if name is not None:
-        ctx.room.name = name
-    if round_seconds is not None:
-        ctx.room.round_seconds = round_seconds
-    ctx.emit("room", name=ctx.room.name, round_seconds=ctx.room.round_seconds)
+# update_room's arguments: the room's settings.
+ROOM_SETTINGS = ("name", "round_seconds", "skip_dead")
+
+
+def update_room(ctx: Ctx, a: dict[str, Any]) -> None:
+    """The room's settings: its name, the length of a round, and whether dead
+    combatants are passed over (T3). Turning `skip_dead` on or off moves no
+    turn: it applies from the next end of turn."""
+    room = ctx.room
+    for key in ROOM_SETTINGS:
+        if a[key] is not None:
+            setattr(room, key, a[key])
+    ctx.emit("room", **{key: getattr(room, key) for key in ROOM_SETTINGS})
 
 
 def queue_rolls(ctx: Ctx, rolls: list[int]) -> None:

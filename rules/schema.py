@@ -51,6 +51,10 @@ MAX_ROUND = 2**31
 # 64-bit integers end.
 MAX_WORLD_SECOND = 2**64 - 1
 
+# An initiative total (T4): a d20, a Dexterity modifier (at most MAX_SCORE
+# away from 0) and a bonus (a skill's bound).
+INITIATIVE_BOUND = 20 + MAX_SCORE + MAX_SKILL
+
 Check = Callable[[Any], str | None]
 
 
@@ -152,9 +156,10 @@ class Record:
 
 @attrs.frozen
 class Table:
-    """A map of ids to items (users, characters), at most `most` of them."""
+    """A map of ids to items (users, characters, initiative totals), at
+    most `most` of them."""
 
-    item: Record
+    item: Leaf | Record
     most: int
 
 
@@ -268,6 +273,9 @@ STATE = Record(
         "clock": Leaf(integer(0, MAX_CLOCK)),
         "round_seconds": Leaf(integer(1, MAX_ROUND_SECONDS)),
         "combat": Nullable(COMBAT),
+        "skip_dead": Leaf(boolean),
+        # T4: d20 + Dexterity modifier + a bonus, per combatant who rolled
+        "initiative": Table(Leaf(integer(-INITIATIVE_BOUND, INITIATIVE_BOUND)), MAX_ORDER),
         "queued_rolls": Leaf(list_of(integer(1, 20), 0, MAX_QUEUED_ROLLS)),
         "users": Table(USER, MAX_USERS),
         "characters": CHARACTERS,
@@ -280,6 +288,8 @@ STATE = Record(
             "clock",
             "round_seconds",
             "combat",
+            "skip_dead",
+            "initiative",
             "queued_rolls",
             "users",
             "characters",
@@ -358,7 +368,8 @@ def _node_at(path: list[Any]) -> tuple[Node | None, bool, str | None]:
             assert isinstance(node, Record)
             if key not in node.fields:
                 return None, False, f"{where} is not a field of the state"
-            node, deletable = node.fields[key], key in node.optional
+            deletable = key in node.optional
+            node = node.fields[key]
     return node, deletable, None
 
 

@@ -69,7 +69,8 @@ class Table:
         args = {**SHEET, **sheet, "name": name}
         if owner is not None:
             args["owner"] = owner.user
-        return self.do("add_character", **args).result["char"]
+        cid: str = self.do("add_character", **args).result["char"]
+        return cid
 
     def char(self, cid: str) -> Character:
         return self.room.characters[cid]

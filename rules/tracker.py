@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rules.clock import advance, next_turn
+from rules.clock import advance, give_turn
 from rules.context import Ctx
 from rules.errors import Conflict, InvalidArgs, RuleBroken
 from rules.rest import end_rest
@@ -39,12 +39,15 @@ def set_order(ctx: Ctx, order: list[str], turn: int | None) -> None:
 
     Without `turn`, the current combatant keeps its turn; if it leaves, the
     turn goes to the first combatant after it (in the old order) that stays,
-    and if none does, the round ends (as when `remove_character` removes the
-    last combatant of the round). With `turn`, the sender (a VTT's tracker)
-    says whose turn it is now: `order[turn]`, or, with `turn == len(order)`,
-    nobody's in this round any more: the round ends. A round that ends
-    starts the next one and advances world time by a round (T1, T2); no
-    combatant's end-of-turn rules run (a tracker edit is not a turn's end).
+    or past it to the next living one (T3), and if none does, the round ends
+    (as when `remove_character` removes the last combatant of the round).
+    With `turn`, the sender (a VTT's tracker) says whose turn it is now:
+    `order[turn]` (even a dead one: the sender's word), or, with
+    `turn == len(order)`, nobody's in this round any more: the round ends. A
+    round that ends starts the next one and advances world time by a round
+    (T1, T2); no combatant's end-of-turn rules run (a tracker edit is not a
+    turn's end). A combatant whose turn the edit moves away from has had its
+    turn passed over (D5 v1.2).
     """
     room = ctx.room
     combat = room.combat
@@ -62,20 +65,36 @@ def set_order(ctx: Ctx, order: list[str], turn: int | None) -> None:
     current = combat.current
     if turn is None:
         successor = _successor(old, combat.turn, order)
-        turn = len(order) if successor is None else order.index(successor)
+        start = len(order) if successor is None else order.index(successor)
+    else:
+        start = turn
     for cid in left:
         _leave(ctx, cid)
     for cid in joined:
         _join(ctx, cid)
     combat.order = list(order)
     ctx.emit("combat", outcome="order", order=list(order), joined=joined, left=left)
-    if turn == len(order):
-        combat.turn = len(order) - 1
-        next_turn(ctx)  # the round ends: the next one starts, time advances (T1, T2)
-        return
-    combat.turn = turn
-    if combat.current != current:
+    place_turn(ctx, current, start, explicit=turn is not None)
+
+
+def place_turn(ctx: Ctx, current: str, start: int, explicit: bool) -> None:
+    """After an edit of the order: the turn at place `start` of the new order.
+    The combatant who had it (`current`) keeps it if it is still there;
+    otherwise its turn is passed over and the turn goes to `order[start]`
+    when the sender named it (`explicit`), else to the first combatant from
+    `start` that takes its turn (T3); past the end, the round ends."""
+    combat = ctx.room.combat
+    assert combat is not None
+    order = combat.order
+    if start < len(order) and order[start] == current:
+        combat.turn = start
+    elif explicit and start < len(order):
+        if current in ctx.room.characters and ctx.room.characters[current].dying_fresh:
+            ctx.edit(current).dying_fresh = False  # D5 v1.2: its turn was passed over
+        combat.turn = start
         ctx.emit("turn", char=combat.current, round=combat.round, turn=combat.turn)
+    else:
+        give_turn(ctx, start, passed=current)
 
 
 def _successor(old: list[str], turn: int, new: list[str]) -> str | None:
@@ -102,6 +121,7 @@ def _leave(ctx: Ctx, cid: str) -> None:
     room = ctx.room
     c = ctx.edit(cid)
     c.dying_fresh = False
+    room.initiative.pop(cid, None)  # T4: its total was for this combat's order
     if c.condition == "dying":
         c.dying_next = room.clock + room.round_seconds  # D5: full rounds from leaving
     if c.regained_this_turn:

@@ -104,6 +104,9 @@ class Kind:
         elif self.type == "list":
             assert self.item is not None
             text = f"list of {self.lo} to {self.hi} items, each {self.item.describe()}"
+        elif self.type == "map" and not self.options:
+            assert self.item is not None
+            text = f"map of up to {self.hi} character ids, each to {self.item.describe()}"
         elif self.type == "map":
             text = "map of " + ", ".join(self.options)
             if self.item is not None:
@@ -164,7 +167,7 @@ def _choice(*options: str) -> Kind:
 
 
 def _list(item: Kind, lo: int, hi: int) -> Kind:
-    def check(name: str, v: Any) -> list:
+    def check(name: str, v: Any) -> list[Any]:
         if type(v) is not list:
             raise InvalidArgs(f"{name} must be a list, not {_kind(v)}")
         if not lo <= len(v) <= hi:
@@ -190,6 +193,19 @@ def _abilities(lo: int, hi: int, partial: bool) -> Kind:
 
     note = "any of them" if partial else "all six"
     return Kind(check, "map", options=ABILITIES, item=score, note=note)
+
+
+def _by_char(item: Kind, hi: int) -> Kind:
+    """A map from character ids to values of `item` (a value per character)."""
+
+    def check(name: str, v: Any) -> dict[str, Any]:
+        if type(v) is not dict:
+            raise InvalidArgs(f"{name} must be a map of character ids, not {_kind(v)}")
+        if len(v) > hi:
+            raise InvalidArgs(f"{name} must hold at most {hi} characters")
+        return {ID(f"{name} key", k): item(f"{name}.{k}", x) for k, x in v.items()}
+
+    return Kind(check, "map", hi=hi, item=item)
 
 
 def _kind(v: Any) -> str:
@@ -239,6 +255,9 @@ ORDER = _list(ID, 1, MAX_ORDER)
 CLOCK = _int(0, MAX_CLOCK)
 TURN = _int(0, MAX_ORDER)  # a place in the combat order, or one past its end
 ROLLS = _list(D20, 1, MAX_QUEUED_ROLLS)
+CHAR_IDS = _list(ID, 1, MAX_ORDER)  # characters an op acts on at once (initiative)
+BONUSES = _by_char(SKILL, MAX_ORDER)  # a bonus per character (initiative, T4)
+D20S = _by_char(D20, MAX_ORDER)  # a natural d20 per character, the GM's own dice (X1)
 
 
 def _nullable(kind: Kind) -> Kind:

@@ -28,8 +28,8 @@ as `shown` says; an observer sees every character as `shown` says. A
 from `characters`, from the `combat.order` shown (whose `turn` is then an
 index into that shorter order, or None while a hidden character acts), from
 the events, and from other characters' `healer`. `queued_rolls` (the GM's
-pre-rolled dice) and the room's id counter `next_seq` (which would count
-hidden characters) are the GM's only.
+pre-rolled dice), the room's id counter `next_seq` (which would count
+hidden characters) and the initiative totals are the GM's only.
 
 Pure: no input is ever mutated; a view shares the unchanged parts (a full
 character's dict, the users map) with the state, so diffing two views costs
@@ -55,8 +55,10 @@ _BY_RANK = {r: level for level, r in _RANK.items()}
 # its place in combat.order is kept). No number but the level.
 STATUS_FIELDS = ("name", "owner", "shown", "level", "condition")
 # Top-level state keys only the GM and admin see: the queued physical dice
-# (X1), and the seq counter (it grows with every character, hidden ones too).
-GM_ONLY_KEYS = frozenset({"queued_rolls", "next_seq"})
+# (X1), the seq counter (it grows with every character, hidden ones too), and
+# the initiative totals (T4: numbers of every combatant's sheet and dice; the
+# order shows the ranks, and each player gets their own roll's event).
+GM_ONLY_KEYS = frozenset({"queued_rolls", "next_seq", "initiative"})
 # Event kinds only the GM and admin receive.
 GM_ONLY_EVENTS = frozenset({"rolls_queued"})
 # Event fields that name a character: the actor (roller, healer...) and the
@@ -111,9 +113,10 @@ def shown_of(char: dict[str, Any], users: dict[str, Any]) -> str:
     """A character dict's `shown`. A state written before `shown` existed has
     none: it then gets the default of its owner's role, as `from_dict` does."""
     shown = char.get("shown")
-    if shown is not None:
+    if isinstance(shown, str):
         return shown
-    user = users.get(char.get("owner")) if char.get("owner") is not None else None
+    owner = char.get("owner")
+    user = users.get(owner) if isinstance(owner, str) else None
     return default_shown(None if user is None else user.get("role"))
 
 
@@ -246,7 +249,7 @@ def view_events(
     level = _event_levels(before, after, viewer)
     out: list[dict[str, Any]] = []
     for e in events:
-        kind = e.get("kind")
+        kind = e.get("kind", "")
         if kind in GM_ONLY_EVENTS:
             continue
         refs = [e[k] for k in CHAR_KEYS if e.get(k) is not None]

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from client_stub.cli import cli_example
 from client_stub.events import EventText, Names
 from rules.catalog import (
     COMMON_EVENT_FIELDS,
@@ -28,7 +29,6 @@ from rules.catalog import (
     ROLE_TEXT,
     OpDoc,
     all_ops,
-    cli_example,
     describe_arg,
     op_args,
     op_role,

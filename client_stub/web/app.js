@@ -15,6 +15,8 @@ const ABILITIES = ["str", "dex", "con", "int", "wis", "cha"];
 let client = null;
 const cards = new Map(); // char id -> card element
 let setupOrder = null; // GM's combat setup: [{id, on}]
+const initiativeBonus = {}; // GM's initiative bonus per character (T4), kept for re-rolls
+const ASK_ADVANCE_SECONDS = 3600; // an advance this long during a combat asks first
 const names = new Names(); // names by id, kept after people leave
 const patchEvents = new Map(); // version -> its events (history and live)
 const patchBy = new Map(); // version -> the user who sent it
@@ -498,6 +500,8 @@ function renderCombat(state) {
         li.append(el("span", `badge small cond-${c.condition}`, c.condition));
         if (!numbersHidden(c)) li.append(el("span", "mini muted", `PV ${c.pv}/${c.pv_max}`));
       }
+      const init = state.initiative?.[id]; // the GM's only (T4)
+      if (init != null) li.querySelector(".cname").append(" ", el("span", "mini muted init", `init ${init}`));
       list.append(li);
     });
   }
@@ -507,6 +511,7 @@ function renderCombat(state) {
   endTurn.hidden = !combat || !currentChar || !(isGM() || currentChar.owner === client.user);
   endTurn.textContent = currentChar ? `End ${currentChar.name}'s turn` : "End turn";
   $("#combat-end").hidden = !combat || !isGM();
+  $("#combat-reroll").hidden = !combat || !isGM();
 
   const setup = $("#combat-setup");
   setup.hidden = !!combat || !isGM();
@@ -531,6 +536,14 @@ function renderSetup(state) {
       box.addEventListener("change", () => (x.on = box.checked));
       const label = el("label", "setup-name");
       label.append(box, document.createTextNode(` ${charName(x.id)}`));
+      const bonus = document.createElement("input");
+      bonus.type = "number";
+      bonus.className = "init-bonus";
+      bonus.placeholder = "+0";
+      bonus.title = "Initiative bonus (optional)";
+      bonus.setAttribute("aria-label", `Initiative bonus of ${charName(x.id)}`);
+      bonus.value = initiativeBonus[x.id] ?? "";
+      bonus.addEventListener("input", () => (initiativeBonus[x.id] = bonus.value));
       const up = el("button", "icon", "▲");
       up.type = "button";
       up.title = "Earlier";
@@ -541,10 +554,35 @@ function renderSetup(state) {
       down.title = "Later";
       down.disabled = i === setupOrder.length - 1;
       down.addEventListener("click", () => moveSetup(i, 1));
-      li.append(label, up, down);
+      li.append(label, bonus, up, down);
       return li;
     }),
   );
+  const canJoin = ids.some((id) => state.characters[id].condition !== "dead");
+  for (const btn of [$("#combat-start"), $("#combat-initiative")]) {
+    btn.disabled = !canJoin;
+    btn.title = canJoin ? "" : "No character can fight yet: add one in Table setup";
+  }
+}
+
+/** The bonus map roll_initiative takes, for `ids` (blank or 0 bonuses left out). */
+function bonusesFor(ids) {
+  const out = {};
+  for (const id of ids) {
+    const n = Number.parseInt(initiativeBonus[id] ?? "", 10);
+    if (Number.isInteger(n) && n !== 0) out[id] = n;
+  }
+  return out;
+}
+
+/** A clock advance of an hour or more during a combat asks first (rests,
+ * stability checks and deaths may fire mid-fight). */
+async function advanceClock(seconds, button) {
+  if (client.state.combat && seconds >= ASK_ADVANCE_SECONDS) {
+    const lines = [`Advancing ${formatDuration(seconds)} runs every timed rule in it (stability checks, rests) in the middle of the fight.`];
+    if (!(await confirmDialog("Combat is running: advance anyway?", lines, "Advance"))) return;
+  }
+  run("advance_clock", { seconds }, button);
 }
 
 function moveSetup(i, delta) {
@@ -569,6 +607,7 @@ function renderTableSetup(state) {
   if (!form.contains(document.activeElement)) {
     form.name.value = state.name ?? "";
     form.round_seconds.value = String(state.round_seconds ?? 6);
+    form.skip_dead.checked = state.skip_dead ?? true;
   }
   const people = Object.entries(state.users || {});
   $("#people").replaceChildren(
@@ -670,6 +709,7 @@ function wireTableSetup() {
     const round = Number.parseInt(form.round_seconds.value, 10);
     if (name && name !== state.name) args.name = name;
     if (Number.isFinite(round) && round !== state.round_seconds) args.round_seconds = round;
+    if (form.skip_dead.checked !== (state.skip_dead ?? true)) args.skip_dead = form.skip_dead.checked;
     if (!Object.keys(args).length) return toast("ok", "Nothing changed", "");
     run("update_room", args, ev.submitter);
   });
@@ -917,14 +957,14 @@ function wireControls() {
     if (action === "advance") {
       const raw = btn.dataset.seconds;
       const seconds = raw === "round" ? client.state.round_seconds || 6 : Number(raw);
-      run("advance_clock", { seconds }, btn);
+      advanceClock(seconds, btn);
     } else if (action === "advance-custom") {
       const seconds = Number.parseInt($("#advance-seconds").value, 10);
       if (!Number.isFinite(seconds) || seconds <= 0) {
         errorToast("invalid_args", "Enter a number of seconds above 0.");
         return;
       }
-      run("advance_clock", { seconds }, btn);
+      advanceClock(seconds, btn);
     } else if (action === "queue_rolls") {
       const rolls = $("#queue-rolls")
         .value.split(/[\s,;]+/)
@@ -951,6 +991,18 @@ function wireControls() {
       return;
     }
     run("combat_start", { order }, ev.currentTarget);
+  });
+  $("#combat-initiative").addEventListener("click", (ev) => {
+    const chars = (setupOrder || []).filter((x) => x.on).map((x) => x.id);
+    if (!chars.length) {
+      errorToast("invalid_args", "Tick at least one combatant.");
+      return;
+    }
+    run("roll_initiative", { chars, bonus: bonusesFor(chars) }, ev.currentTarget);
+  });
+  $("#combat-reroll").addEventListener("click", (ev) => {
+    const order = client.state.combat?.order ?? [];
+    run("roll_initiative", { bonus: bonusesFor(order.filter((id) => client.state.characters[id]?.condition !== "dead")) }, ev.currentTarget);
   });
   wireTableSetup();
 }
@@ -1016,7 +1068,7 @@ async function start() {
     return;
   }
   client = new VttSyncClient({ url, token, room });
-  window.vttClient = client; // for debugging and tests (the token is not enumerable)
+  /** @type {any} */ (window).vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);
   client.on("patch", addPatch); // before "state": a card's result finds its events
   client.on("state", render);

@@ -25,6 +25,7 @@ export const CLOSE_CODES = Object.freeze({
   shutdown: 1001,
   policy: 1008,
   too_big: 1009,
+  internal: 1011,
   service_restart: 1012,
   too_slow: 1013,
   redirect: 4302,
@@ -133,7 +134,14 @@ export class VttSyncClient {
    * @param {object} opts
    * @param {string} opts.url     ws:// or wss:// URL of the server
    * @param {string} opts.token   the user's secret (sent in the hello only)
-   * @param {string} [opts.room]  room id (omit for the admin session)
+   * @param {string|null} [opts.room]  room id (omit for the admin session)
+   * @param {boolean} [opts.reconnect]  retry after a non-final close (default true)
+   * @param {number} [opts.backoffInitial]  first retry delay, ms (default 200)
+   * @param {number} [opts.backoffMax]  longest retry delay, ms (default 10000)
+   * @param {number} [opts.backoffFactor]  delay growth per failed attempt (default 2)
+   * @param {number} [opts.helloTimeout]  ms to wait for the welcome (default 10000)
+   * @param {string|null} [opts.idPrefix]  prefix of command ids (default: random)
+   * @param {typeof WebSocket} [opts.WebSocketImpl]  the WebSocket class (default: the global one)
    */
   constructor({
     url,
@@ -161,7 +169,14 @@ export class VttSyncClient {
     this.status = "idle"; // idle, connecting, connected, disconnected, failed, closed
     this.connections = 0;
     this.failure = null;
-    Object.defineProperty(this, "_token", { value: token, enumerable: false });
+    /** @type {string} the secret: not enumerable, so it never shows in a dump of the client */
+    this._token = undefined;
+    Object.defineProperty(this, "_token", {
+      value: token,
+      enumerable: false,
+      writable: false,
+      configurable: false,
+    });
     this._WS = WebSocketImpl;
     this._prefix = idPrefix || randomPrefix();
     this._counter = 0;

@@ -17,6 +17,7 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeGuard
 
 from sync_server.core.limits import MAX_TOKEN_LENGTH, MIN_ADMIN_TOKEN_LENGTH, TOKEN_BYTES
 
@@ -47,7 +48,7 @@ def same_hash(a: bytes, b: bytes) -> bool:
     return hmac.compare_digest(a, b)
 
 
-def plausible_token(token: object) -> bool:
+def plausible_token(token: object) -> TypeGuard[str]:
     """Cheap shape check before hashing: a str of sane length."""
     return isinstance(token, str) and 0 < len(token) <= MAX_TOKEN_LENGTH
 

@@ -11,7 +11,29 @@ from __future__ import annotations
 
 import attrs
 
-from sync_server.wire.bounds import MAX_INT, MAX_NESTING, MIN_INT  # noqa: F401 (listed here)
+# Listed here; their home is the catalog (re-exported: `X as X`).
+from rules.catalog import (
+    IMPORT_CHUNK_CHARS as IMPORT_CHUNK_CHARS,
+)
+from rules.catalog import (
+    MAX_IMPORT_BYTES as MAX_IMPORT_BYTES,
+)
+from rules.catalog import (
+    MAX_IMPORT_PARTS as MAX_IMPORT_PARTS,
+)
+from rules.catalog import (
+    MAX_ROOM_NAME as MAX_ROOM_NAME,
+)
+from rules.catalog import (
+    MAX_UPLOAD_ID as MAX_UPLOAD_ID,
+)
+from rules.catalog import (
+    ROOM_ID_PATTERN as ROOM_ID_PATTERN,
+)
+from sync_server.wire.bounds import MAX_CMD_ID_LENGTH as MAX_CMD_ID_LENGTH
+from sync_server.wire.bounds import MAX_INT as MAX_INT
+from sync_server.wire.bounds import MAX_NESTING as MAX_NESTING
+from sync_server.wire.bounds import MIN_INT as MIN_INT
 from sync_server.wire.protocol import MAX_FRAME_BYTES as PROTOCOL_MAX_FRAME_BYTES
 
 # --- Transport (PROTOCOL.md, Transport) -----------------------------------
@@ -29,8 +51,7 @@ HELLO_TIMEOUT_SECONDS = 10.0
 # wire's own: sync_server/wire/bounds.py, imported here so this file lists
 # every limit.
 
-# Command ids are chosen by clients and stored for deduplication; bound them.
-MAX_CMD_ID_LENGTH = 128
+# Command ids (MAX_CMD_ID_LENGTH) are bounded by the wire (wire/bounds.py).
 
 # Keepalive: detect dead peers (flaky Wi-Fi) within about 40 s.
 PING_INTERVAL_SECONDS = 20.0
@@ -127,11 +148,10 @@ SNAPSHOTS_KEPT = 2
 # this long (it reloads lazily), so 10,000 rooms do not all stay resident.
 ROOM_IDLE_UNLOAD_SECONDS = 300.0
 
-# Room ids: they appear in URLs and paths; keep them short and plain.
-ROOM_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
-
-# Names given to create_room (checked by the server: admin ops are its own).
-MAX_ROOM_NAME = 100
+# Room ids (ROOM_ID_PATTERN: in URLs, paths and every hello) and names given
+# to create_room (MAX_ROOM_NAME) are arguments of the server's own ops: their
+# one home is rules/catalog.py, against which admin commands are checked;
+# imported at the top of this file.
 
 # --- Tokens ---------------------------------------------------------------
 
@@ -168,20 +188,10 @@ PATCH_SIZE_CHECK_ITEMS = 64
 
 # --- Moving rooms (vtt-sync admin export / import) -------------------------
 
-# The largest room file `import_room` takes. The server holds the whole file
-# (and then its parsed form, several times larger) in memory while it checks
-# it: 64 MiB is a room of ~100,000 logged versions, far beyond a long
-# campaign, and bounded on a small server.
-MAX_IMPORT_BYTES = 64 * 1024 * 1024
-
-# Characters of the file per `import_room` part. Frames from clients are at
-# most 64 KiB; the file is ASCII JSON, which the JSON subprotocol may escape
-# to up to twice its size (each quote gains a backslash): 30,000 fits either
-# subprotocol with room for the frame's envelope.
-IMPORT_CHUNK_CHARS = 30_000
-
-# Parts of one import: the file's bound over the part size, rounded up.
-MAX_IMPORT_PARTS = -(-MAX_IMPORT_BYTES // IMPORT_CHUNK_CHARS)
+# The room file's bounds (MAX_IMPORT_BYTES: 64 MiB held in memory while it is
+# checked; IMPORT_CHUNK_CHARS: 30,000 characters per part, which fits a
+# 64 KiB frame in either subprotocol; MAX_IMPORT_PARTS) are import_room's
+# arguments: rules/catalog.py holds them with their reasons.
 
 # An event's `kind` in a room file's log: the rules' kinds are a word or two
 # (damage, stability_check); a file's longer one is not the rules' own.

@@ -8,14 +8,23 @@ and the caller does all the I/O. No asyncio, no sockets, no storage calls;
 the dice, the wall clock and the token source are injected. So a unit test
 drives a room with plain data and chooses every roll, in microseconds.
 
-Transactions. Commands are evaluated into an open batch: each accepted one
-moves the in-memory room to its next version at once (the next command of
-the batch builds on it), and its record joins `pending`. The caller stores
-the whole batch, then calls `commit()`; if storing failed (or anything
-else went wrong before the commit), `rollback()` puts the room back exactly
-as it was before the batch (state, version, dedup window, epochs) and turns
-every decision that depended on the batch into an `internal` error. Memory
-never runs ahead of storage, whatever fails.
+Transactions. The host takes the commands the core says go together
+(`batch_size`), opens a `Batch` (`begin`), lets the core evaluate it
+(`evaluate_batch`; a batch that `reads_log` gets the log's undo target
+first), stores `batch.records` (and `batch.snapshot`) on `batch.expected`,
+and then calls `stored(batch)` or, if anything failed on the way,
+`failed(batch, error)`. Both return the ordered list of outputs to carry
+out (`Publish`, `Answer`, `CloseUsers`, `RememberToken`, `Lost`), and the
+host performs them one by one, deciding nothing: as websockets' host writes
+what `data_to_send()` returns. Each accepted command moves the in-memory
+room to its next version at once (the next one of the batch builds on it);
+`failed` puts the room back exactly as it was before the batch (state,
+version, dedup window, epochs) and answers every command that depended on
+it `internal`. Memory never runs ahead of storage, whatever fails, and
+readers outside the room's queue see only what is stored (`committed`).
+
+(`evaluate`, `commit` and `rollback` are the steps these are built of; the
+core's unit tests drive them one by one.)
 
 The core decides no game rule: the rules engine does (`rules.apply`,
 `rules.revert`); the core turns its outcome into versions, patches and
@@ -36,7 +45,8 @@ import rules
 from rules.model import ROLES as ROOM_ROLES
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
-from sync_server.storage import LoadedRoom, UndoTarget, VersionRecord
+from sync_server.storage import LoadedRoom, RoomDeleted, UndoTarget, VersionConflict, VersionRecord
+from sync_server.storage.base import Views, version_views, view_key, view_ops_events
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS
 
@@ -44,7 +54,6 @@ log = logging.getLogger(__name__)
 
 NO_EXPECT = protocol.NO_EXPECT
 JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
-UNKNOWN = object()  # how viewers see a patch loaded from the log: not known
 
 
 class JoinRefused(Exception):
@@ -73,21 +82,22 @@ class PatchView:
     """How one patch looks to each viewer (per-role views, rules/view.py):
     viewers are grouped by `key` (their view class for this patch; None for
     those who see everything), each group's patch built once. Only made for
-    a patch the rules call `restricted`: any other one is the same for all."""
+    a patch the rules call `restricted`: any other one is the same for all.
+    `views` is what the version stores for its viewers (storage.base's
+    `Views`), so a patch loaded from the log after a restart or an import
+    gives each viewer the same view as it did live."""
 
-    before: dict[str, Any]
-    after: dict[str, Any]
     patch: dict[str, Any]
+    views: Views
 
     def key(self, viewer: rules.Viewer) -> Any:
-        if viewer.sees_all:
-            return None
-        return rules.patch_class(self.before, self.after, viewer)
+        return view_key(self.views, viewer)
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
-        p = self.patch
-        ops, events = rules.view_patch(self.before, self.after, p["ops"], p["events"], viewer)
-        return {**p, "ops": ops, "events": events}
+        if viewer.sees_all:
+            return self.patch
+        ops, events = view_ops_events(self.views, viewer)
+        return {**self.patch, "ops": ops, "events": events}
 
 
 @attrs.frozen
@@ -138,6 +148,70 @@ class StaticLog:
         return self.target
 
 
+# --- what the host carries out, in order ---------------------------------------
+
+
+@attrs.frozen
+class Publish:
+    """Send a stored version's patch to every subscriber of the room (as
+    each viewer may see it: `view`)."""
+
+    patch: dict[str, Any]
+    view: PatchView | None
+
+
+@attrs.frozen
+class Answer:
+    """Reply to the batch's `index`-th command (ack or error) and count it."""
+
+    index: int
+    frame: dict[str, Any]
+    outcome: str
+
+
+@attrs.frozen
+class CloseUsers:
+    """End these users' sessions (4403): removed, or their token rotated."""
+
+    users: tuple[str, ...]
+
+
+@attrs.frozen
+class RememberToken:
+    """A token the batch minted, kept server-wide for a while so that a
+    retry of its command gets it again (tokens are never stored)."""
+
+    key: tuple[str, str, str]
+    token: str
+
+
+@attrs.frozen
+class Lost:
+    """This node no longer serves the room (fenced, or deleted elsewhere):
+    stop at once, close its sessions with `code`."""
+
+    why: str
+    code: int
+
+
+Output = Publish | Answer | CloseUsers | RememberToken | Lost
+
+
+@attrs.define
+class Batch:
+    """Commands taken from the queue together, and what storing them takes.
+    `reads_log`: an undo, which needs the log's undo target before it is
+    evaluated. After `evaluate_batch`: `records` to store (with `snapshot`)
+    on the head `expected`."""
+
+    commands: list[CommandIn]
+    reads_log: bool
+    decisions: list[Decision] = attrs.Factory(list)
+    records: list[VersionRecord] = attrs.Factory(list)
+    snapshot: tuple[int, dict[str, Any]] | None = None
+    expected: int = 0
+
+
 @attrs.define
 class _Batch:
     """What `rollback` restores, and what `commit` finalizes."""
@@ -175,12 +249,11 @@ class RoomCore:
             (p.frame() for p in loaded.recent), maxlen=self.limits.recent_patches_in_memory
         )
         # Beside each recent patch, how viewers see it: None when everyone
-        # sees it whole, its PatchView when not, UNKNOWN for patches loaded
-        # from the log (their states before and after are not at hand): a
-        # player or observer resuming over one of those gets a snapshot of
-        # their view instead.
-        self.recent_views: deque[PatchView | object | None] = deque(
-            (UNKNOWN for _ in loaded.recent), maxlen=self.limits.recent_patches_in_memory
+        # sees it whole, its PatchView when not (from the views stored with
+        # the version, for the patches loaded from the log).
+        self.recent_views: deque[PatchView | None] = deque(
+            (None if p.views is None else PatchView(p.frame(), p.views) for p in loaded.recent),
+            maxlen=self.limits.recent_patches_in_memory,
         )
         self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict(
             ((d.user, d.cmd_id), (d.v, d.result)) for d in loaded.dedup
@@ -200,8 +273,82 @@ class RoomCore:
         self.recent_tokens = recent_tokens
         self.check_invariants = check_invariants
         self._batch: _Batch | None = None
+        # What is stored: what readers outside the room's queue see.
+        self.committed: tuple[dict[str, Any], int, dict[str, int]] = (
+            self.state,
+            self.v,
+            dict(self.epochs),
+        )
 
-    # --- the batch ------------------------------------------------------------
+    # --- the batch, as the host drives it -------------------------------------
+
+    def batch_size(self, ops: list[Any], limit: int) -> int:
+        """How many of the queued commands (their ops, in queue order) go in
+        the next batch: up to `limit`, and an undo alone (it reads the log,
+        which the batch before it must have reached)."""
+        if not ops:
+            return 0
+        if ops[0] == "undo":
+            return 1
+        n = 1
+        while n < len(ops) and n < limit and ops[n] != "undo":
+            n += 1
+        return n
+
+    def begin(self, commands: list[CommandIn]) -> Batch:
+        return Batch(list(commands), reads_log=bool(commands) and commands[0].op == "undo")
+
+    def evaluate_batch(self, batch: Batch, reader: LogReader | None = None) -> None:
+        """Evaluate every command of `batch` into the open batch; say what to
+        store. Never raises for a command (each failure is its `internal`)."""
+        for c in batch.commands:
+            batch.decisions.append(self.evaluate(c, reader))
+        batch.records = self.pending
+        batch.snapshot = self.snapshot_due() if batch.records else None
+        batch.expected = self.base_v
+
+    def stored(self, batch: Batch) -> list[Output]:
+        """The batch is durable: keep it, and say what to send, in order: the
+        tokens it minted, then per command its patch, its answer, the
+        sessions it ends."""
+        return [*self.commit(), *self._outputs(batch.decisions)]
+
+    def failed(self, batch: Batch, error: BaseException) -> list[Output]:
+        """The batch could not be stored (or something failed before):
+        restore the room, answer each command `internal` unless its answer
+        did not depend on the batch, and say whether the room is lost."""
+        decisions = self.rollback(batch.decisions)
+        decisions += [internal(c.cmd_id) for c in batch.commands[len(decisions) :]]
+        batch.decisions = decisions
+        if isinstance(error, Exception):
+            log.error(
+                "room %s: batch of %d not stored, answered internal: %r",
+                self.room_id,
+                len(batch.commands),
+                error,
+            )
+        outputs = self._outputs(decisions)
+        if isinstance(error, RoomDeleted):
+            outputs.append(
+                Lost("the room was deleted (by another node)", protocol.CLOSE_ROOM_DELETED)
+            )
+        elif isinstance(error, VersionConflict):
+            outputs.append(
+                Lost(f"another node serves it now ({error})", protocol.CLOSE_SERVICE_RESTART)
+            )
+        return outputs
+
+    def _outputs(self, decisions: list[Decision]) -> list[Output]:
+        out: list[Output] = []
+        for i, d in enumerate(decisions):
+            if d.patch is not None:
+                out.append(Publish(d.patch, d.view))
+            out.append(Answer(i, d.reply, d.outcome))
+            if d.closes:
+                out.append(CloseUsers(d.closes))
+        return out
+
+    # --- the batch, step by step -----------------------------------------------
 
     @property
     def base_v(self) -> int:
@@ -226,18 +373,19 @@ class RoomCore:
             self._batch = _Batch(self.room, self.state, self.v, dict(self.epochs))
         return self._batch
 
-    def commit(self) -> None:
+    def commit(self) -> list[RememberToken]:
         """The batch is stored: keep it, make its patches resumable, and
-        trim the dedup window."""
+        trim the dedup window. Returns the tokens it minted, for the host to
+        remember server-wide (the core never writes there)."""
         batch = self._batch
+        self.committed = (self.state, self.v, dict(self.epochs))
         if batch is None:
-            return
+            return []
         self._batch = None
         for patch, view in batch.patches:
             self.recent.append(patch)
             self.recent_views.append(view)
-        for key, token in batch.tokens:
-            self.recent_tokens.remember(key, "token", token)
+        minted = [RememberToken(key, token) for key, token in batch.tokens]
         for record in batch.records:
             for user, token_hash in record.token_set:
                 self.token_changes[user] = token_hash
@@ -249,6 +397,7 @@ class RoomCore:
             if first[0] > self.v - window:
                 break
             self.dedup.popitem(last=False)
+        return minted
 
     def rollback(self, decisions: list[Decision]) -> list[Decision]:
         """The batch could not be stored: restore the room as it was before
@@ -441,6 +590,19 @@ class RoomCore:
         v = self.v + 1
         ops = rules.diff(self.state, new_state)
         inverse = rules.invert(ops, self.state)
+        patch = protocol.patch(v, ops, events, c.actor.user, c.cmd_id)
+        if len(ops) + len(events) > PATCH_SIZE_CHECK_ITEMS:
+            encoded = JSON_CODEC.encode(patch)
+            size = len(encoded if isinstance(encoded, bytes) else encoded.encode())
+            if size > self.limits.max_patch_bytes:
+                return refusal(
+                    c.cmd_id,
+                    "rule",
+                    f"this command would change too much at once (a patch of {size} bytes, over "
+                    f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
+                )
+        key = (c.actor.user, c.cmd_id)
+        views = version_views(self.state, new_state, ops, events)
         record = VersionRecord(
             room=self.room_id,
             v=v,
@@ -457,20 +619,9 @@ class RoomCore:
             ts=self.wall_clock(),
             token_set=token_set,
             token_del=token_del,
+            views=views,
         )
-        patch = protocol.patch(v, ops, events, c.actor.user, c.cmd_id)
-        if len(ops) + len(events) > PATCH_SIZE_CHECK_ITEMS:
-            size = len(JSON_CODEC.encode(patch).encode())
-            if size > self.limits.max_patch_bytes:
-                return refusal(
-                    c.cmd_id,
-                    "rule",
-                    f"this command would change too much at once (a patch of {size} bytes, over "
-                    f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
-                )
-        key = (c.actor.user, c.cmd_id)
-        restricted = rules.restricted(ops, events, self.state, new_state)
-        view = PatchView(self.state, new_state, patch) if restricted else None
+        view = None if views is None else PatchView(patch, views)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
         self.dedup[key] = (v, result)
@@ -496,7 +647,7 @@ class RoomCore:
         needs the state instead (ahead of the room, too far behind, or older
         than what memory holds: one snapshot costs less than a replay). A
         viewer who does not see everything gets each patch as they may see
-        it, or the state if one of them was loaded from the log."""
+        it (patches loaded from the log too: their views are stored)."""
         if since == self.v:
             return []
         if since < 0 or since > self.v or self.v - since > self.limits.max_resume_patches:
@@ -507,10 +658,8 @@ class RoomCore:
             if viewer is None or viewer.sees_all:
                 return patches
             views = list(itertools.islice(self.recent_views, start, None))
-            if any(view is UNKNOWN for view in views):
-                return None
             return [
-                patch if view is None else view.render(viewer)  # type: ignore[union-attr]
+                patch if view is None else view.render(viewer)
                 for patch, view in zip(patches, views, strict=True)
             ]
         return None

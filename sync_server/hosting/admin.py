@@ -23,76 +23,31 @@ from typing import Any
 import attrs
 
 import rules
+from rules.catalog import op_args
+from rules.errors import InvalidArgs
+from rules.validate import check_args
 from sync_server.core.auth import RecentTokens, hash_token, new_token
-from sync_server.core.limits import (
-    IMPORT_CHUNK_CHARS,
-    IMPORT_IDLE_SECONDS,
-    MAX_IMPORT_PARTS,
-    MAX_ROOM_NAME,
-    Limits,
-)
+from sync_server.core.limits import IMPORT_IDLE_SECONDS, Limits
 from sync_server.hosting.clock import Clock, SystemClock
-from sync_server.hosting.rooms import Rooms, valid_room_id
+from sync_server.hosting.rooms import Rooms
 from sync_server.ops.metrics import Metrics
-from sync_server.storage import AdminRecord, Storage, StorageError, transfer
+from sync_server.storage import AdminRecord, Storage, TokenInUse, transfer
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
 
 ADMIN_USER = "admin"
 
-# Argument specs: name -> (required, checker).
-_ARGS: dict[str, dict[str, tuple[bool, str]]] = {
-    "create_room": {"room": (True, "room"), "name": (True, "name"), "gm_name": (False, "name")},
-    "delete_room": {"room": (True, "room")},
-    "import_room": {
-        "room": (True, "room"),
-        "upload": (True, "upload"),
-        "part": (True, "part"),
-        "parts": (True, "parts"),
-        "data": (True, "data"),
-        "replace": (False, "flag"),
-    },
-}
-
-# An upload id: chosen by the client, like a command id.
-MAX_UPLOAD_ID = 64
-
 
 def _check_args(op: str, args: Any) -> tuple[str, str] | None:
-    """invalid_args for missing, extra or mistyped arguments, else None."""
-    if args is None:
-        args = {}
-    if type(args) is not dict:
-        return ("invalid_args", "args must be a map")
-    spec = _ARGS[op]
-    extra = sorted(set(args) - set(spec))
-    if extra:
-        return ("invalid_args", f"unknown argument(s) for {op}: {', '.join(extra)}")
-    for key, (required, kind) in spec.items():
-        if key not in args:
-            if required:
-                return ("invalid_args", f"{op} needs {key!r}")
-            continue
-        value = args[key]
-        if kind == "room" and not valid_room_id(value):
-            return ("invalid_args", f"{key} must be 1-64 letters, digits, '_', '-' or '.'")
-        if kind == "name" and not (
-            isinstance(value, str) and len(value.strip()) > 0 and len(value) <= MAX_ROOM_NAME
-        ):
-            return ("invalid_args", f"{key} must be a non-empty string of at most {MAX_ROOM_NAME}")
-        if kind == "upload" and not (isinstance(value, str) and 0 < len(value) <= MAX_UPLOAD_ID):
-            return ("invalid_args", f"{key} must be a string of 1 to {MAX_UPLOAD_ID} characters")
-        if kind in ("part", "parts"):
-            lo = 0 if kind == "part" else 1
-            hi = MAX_IMPORT_PARTS - 1 if kind == "part" else MAX_IMPORT_PARTS
-            if type(value) is not int or not lo <= value <= hi:
-                return ("invalid_args", f"{key} must be an integer {lo}..{hi}")
-        if kind == "data" and not (isinstance(value, str) and 0 < len(value) <= IMPORT_CHUNK_CHARS):
-            return ("invalid_args", f"{key} must be 1 to {IMPORT_CHUNK_CHARS} characters")
-        if kind == "flag" and type(value) is not bool:
-            return ("invalid_args", f"{key} must be true or false")
-    if op == "import_room" and args["part"] >= args["parts"]:
+    """invalid_args for missing, extra or mistyped arguments, else None: the
+    same checker and kinds as every room op (rules/catalog.py holds the
+    admin ops' arguments), and the one rule a kind cannot say alone."""
+    try:
+        clean = check_args(op, op_args(op), {} if args is None else args)
+    except InvalidArgs as exc:
+        return ("invalid_args", exc.message)
+    if op == "import_room" and clean["part"] >= clean["parts"]:
         return ("invalid_args", "part must be below parts")
     return None
 
@@ -271,10 +226,8 @@ class Admin:
             else:
                 await store()
                 self.rooms.created(dump.room)
-        except StorageError as exc:
-            if "already used" in str(exc):
-                return protocol.error("conflict", str(exc), cmd_id)
-            raise
+        except TokenInUse as exc:
+            return protocol.error("conflict", str(exc), cmd_id)
         log.info(
             "room %s imported at v%d (%d versions, tokens %s)%s",
             dump.room,

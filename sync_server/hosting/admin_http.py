@@ -22,10 +22,10 @@ from collections.abc import Awaitable, Callable
 
 from websockets.http11 import Request, Response
 
+from rules.catalog import valid_room_id
 from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.ratelimit import Buckets
 from sync_server.hosting.clock import Clock
-from sync_server.hosting.rooms import valid_room_id
 from sync_server.hosting.web import response
 from sync_server.storage import RoomDump, transfer
 

@@ -16,11 +16,14 @@ built and encoded once; viewers whose key is None get the plain frame.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Hashable
 from typing import Any, Protocol
 
 from sync_server.hosting.ws_fastpath import server_frame
 from sync_server.wire.codec import Codec
+
+log = logging.getLogger(__name__)
 
 
 class FrameView(Protocol):
@@ -127,7 +130,12 @@ class LocalBus:
             return
         message = Message(frame, view)
         for sink in list(sinks):
-            sink.deliver(message)
+            try:
+                sink.deliver(message)
+            except Exception:  # one viewer's render or one sink: never the others
+                log.exception(
+                    "room %s: delivering v%s to a subscriber failed", room, frame.get("v")
+                )
 
     def subscribers(self, room: str) -> int:
         return len(self._rooms.get(room, ()))

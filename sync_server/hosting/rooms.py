@@ -6,11 +6,14 @@ rooms stay independent of each other. Joins, `sync` requests and deletion
 go through the same queue, so a client's welcome and every later patch are
 consistent with each other without locks.
 
-The host only queues, batches, awaits storage and publishes; the core
-(core/room.py) decides. A batch's path:
-  core.evaluate each command (pure) -> storage.commit(pending records,
-  expected head) -> core.commit() -> publish each patch -> reply to each
-  sender -> close the sessions the batch ended.
+The host only queues, awaits storage and carries out what the core
+(core/room.py) decided. A batch's path:
+  core.batch_size (which queued commands go together) -> core.begin ->
+  [the log's undo target, if the batch reads_log] -> core.evaluate_batch
+  (pure) -> storage.commit(batch.records, batch.snapshot, batch.expected)
+  -> core.stored(batch), or core.failed(batch, error) -> the outputs, in
+  order: tokens to remember, then per command its patch to publish, its
+  answer, the sessions it ends; last, whether the room is lost.
 Nothing is sent before the commit returns, so no client ever holds a
 version that a crash could take back. Whatever fails (the rules, the
 diff, storage, a publish), every item taken from the queue is answered,
@@ -25,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -35,27 +37,29 @@ import attrs
 import rules
 from sync_server.cluster.leases import Claim, Leases, Owner, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
-from sync_server.core.limits import ROOM_ID_PATTERN, Limits
+from sync_server.core.limits import Limits
 from sync_server.core.ratelimit import reply_cost
 from sync_server.core.room import (
+    Answer,
+    CloseUsers,
     CommandIn,
-    Decision,
     JoinRefused,
+    Lost,
+    Output,
+    Publish,
+    RememberToken,
     RoomCore,
     StaticLog,
-    internal,
 )
 from sync_server.hosting.bus import RoomBus, Sink
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.registry import Closable, Registry
 from sync_server.ops.activity import Activity
 from sync_server.ops.metrics import Metrics
-from sync_server.storage import AdminRecord, RoomDeleted, Storage, VersionConflict, replay
+from sync_server.storage import AdminRecord, Storage, replay
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
-
-ROOM_ID_RE = re.compile(ROOM_ID_PATTERN)
 
 
 class RoomClosed(Exception):
@@ -186,18 +190,19 @@ class RoomHost:
         self.hellos = 0
         self._task = asyncio.get_running_loop().create_task(self._run())
 
-    # The core's view, for callers that read the room (demo, tests, admin).
+    # What is stored, for callers outside the queue (sessions, demo, admin,
+    # tests): never a version a failed commit could still take back.
     @property
     def state(self) -> dict[str, Any]:
-        return self.core.state
+        return self.core.committed[0]
 
     @property
     def v(self) -> int:
-        return self.core.v
+        return self.core.committed[1]
 
     @property
     def epochs(self) -> dict[str, int]:
-        return self.core.epochs
+        return self.core.committed[2]
 
     # --- queue ------------------------------------------------------------
 
@@ -251,24 +256,23 @@ class RoomHost:
             self._busy = True
             try:
                 if isinstance(item, Command):
-                    batch = [item]
-                    limit = self.services.limits.max_command_batch
-                    if item.op != "undo":  # undo reads the log: it goes alone
-                        while (
-                            self._items
-                            and len(batch) < limit
-                            and isinstance(self._items[0], Command)
-                            and self._items[0].op != "undo"
-                        ):
-                            batch.append(self._items.popleft())  # type: ignore[arg-type]
-                    await self._run_batch(batch)
+                    queued = [item.op]
+                    for nxt in self._items:  # the commands queued right behind it
+                        if not isinstance(nxt, Command):
+                            break
+                        queued.append(nxt.op)
+                    n = self.core.batch_size(queued, self.services.limits.max_command_batch)
+                    batch = [item] + [self._items.popleft() for _ in range(n - 1)]
+                    await self._run_batch(batch)  # type: ignore[arg-type]
                 elif isinstance(item, Join):
                     try:
                         self._join(item)
                     except Exception:
                         if not item.future.done():  # the hello must not hang
                             item.future.set_exception(
-                                JoinRefused("internal", "the server failed; retry", 1011)
+                                JoinRefused(
+                                    "internal", "the server failed; retry", protocol.CLOSE_INTERNAL
+                                )
                             )
                         raise
                 elif isinstance(item, Sync):
@@ -304,63 +308,54 @@ class RoomHost:
 
     # --- commands ---------------------------------------------------------
 
-    async def _run_batch(self, batch: list[Command]) -> None:
-        """Evaluate, store, publish, answer: every item of `batch` is
-        answered exactly once, whatever fails on the way."""
+    async def _run_batch(self, items: list[Command]) -> None:
+        """Store what the core evaluated, then carry out its outputs: every
+        item is answered exactly once, whatever fails on the way."""
         core, services = self.core, self.services
-        decisions: list[Decision] = []
-        fenced: VersionConflict | None = None
+        batch = core.begin([item.command for item in items])
         try:
-            log_reader = None
-            if batch[0].op == "undo":
-                log_reader = StaticLog(await services.storage.undo_target(self.room_id))
-            for item in batch:
-                decisions.append(core.evaluate(item.command, log_reader))
-            records = core.pending
-            if records:
+            reader = None
+            if batch.reads_log:
+                reader = StaticLog(await services.storage.undo_target(self.room_id))
+            core.evaluate_batch(batch, reader)
+            if batch.records:
                 await services.storage.commit(
-                    self.room_id, records, core.snapshot_due(), expected=core.base_v
+                    self.room_id, batch.records, batch.snapshot, expected=batch.expected
                 )
-            core.commit()
+            outputs = core.stored(batch)
         except BaseException as exc:
-            decisions = core.rollback(decisions)
-            decisions += [internal(item.cmd_id) for item in batch[len(decisions) :]]
-            fenced = exc if isinstance(exc, VersionConflict) else None
-            if isinstance(exc, Exception):
-                log.error(
-                    "room %s: batch of %d not stored, answered internal: %r",
-                    self.room_id,
-                    len(batch),
-                    exc,
-                )
-            else:  # cancelled (shutdown): answer, then let it propagate
-                self._emit(batch, decisions)
+            self._carry_out(items, core.failed(batch, exc))
+            if not isinstance(exc, Exception):  # cancelled (shutdown): answered; go on
                 raise
-        self._emit(batch, decisions)
-        if isinstance(fenced, RoomDeleted):
-            self.lost("the room was deleted (by another node)", protocol.CLOSE_ROOM_DELETED)
-        elif fenced is not None:
-            self.lost(f"another node serves it now ({fenced})")
+            return
+        self._carry_out(items, outputs)
 
-    def _emit(self, batch: list[Command], decisions: list[Decision]) -> None:
-        """Publish each stored patch, then answer its sender; one failure
-        (a sink, a callback) never keeps the other items unanswered."""
+    def _carry_out(self, items: list[Command], outputs: list[Output]) -> None:
+        """Perform the core's outputs in order; one failure (a sink, a
+        callback) never skips the rest."""
         services = self.services
-        for item, decision in zip(batch, decisions, strict=True):
-            if decision.patch is not None:
-                try:
-                    services.bus.publish(self.room_id, decision.patch, decision.view)
+        for out in outputs:
+            try:
+                if isinstance(out, Publish):
+                    services.bus.publish(self.room_id, out.patch, out.view)
                     services.metrics.patch()
-                except Exception:
-                    log.exception("room %s: publish of v%s failed", self.room_id, decision.patch)
-            self._answer(item, decision.reply, decision.outcome)
-            for user in decision.closes:
-                try:
-                    services.registry.close_user(
-                        self.room_id, user, protocol.CLOSE_REVOKED, "user removed or token rotated"
-                    )
-                except Exception:
-                    log.exception("room %s: closing %s's sessions failed", self.room_id, user)
+                elif isinstance(out, Answer):
+                    self._answer(items[out.index], out.frame, out.outcome)
+                elif isinstance(out, CloseUsers):
+                    for user in out.users:
+                        services.registry.close_user(
+                            self.room_id,
+                            user,
+                            protocol.CLOSE_REVOKED,
+                            "user removed or token rotated",
+                        )
+                elif isinstance(out, RememberToken):
+                    services.tokens.remember(out.key, "token", out.token)
+                else:
+                    assert isinstance(out, Lost)
+                    self.lost(out.why, out.code)
+            except Exception:
+                log.exception("room %s: carrying out %s failed", self.room_id, type(out).__name__)
 
     def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
         try:
@@ -720,10 +715,6 @@ class Rooms:
             await self.unload_idle()
 
 
-def valid_room_id(room: object) -> bool:
-    return isinstance(room, str) and ROOM_ID_RE.fullmatch(room) is not None
-
-
 __all__ = [
     "Barrier",
     "Command",
@@ -735,5 +726,4 @@ __all__ = [
     "RoomServices",
     "Rooms",
     "Sync",
-    "valid_room_id",
 ]

@@ -21,7 +21,7 @@ import logging
 import os
 import secrets
 import socket
-from typing import Any
+from typing import Any, cast
 
 from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
@@ -189,7 +189,7 @@ class Server:
             # Stable across restarts on this host and port (a restarted node
             # gets its rooms back at once); a free port (0) gets the pid.
             port = self.config.port or os.getpid()
-            self.leases.node_id = f"{socket.gethostname()}:{port}"  # type: ignore[misc]
+            self.leases.node_id = f"{socket.gethostname()}:{port}"
         try:
             await self.storage.open()
         except BaseException:
@@ -237,7 +237,7 @@ class Server:
             self.config.host,
             self.config.port,
             subprotocols=list(protocol.SUBPROTOCOLS),  # type: ignore[arg-type]
-            select_subprotocol=select_subprotocol,
+            select_subprotocol=cast(Any, select_subprotocol),  # codec stays websockets-free
             process_request=routes.process_request,
             # Frames are small and encoded once for everyone; per-connection
             # deflate would cost memory and CPU per client and defeat that.
@@ -262,7 +262,7 @@ class Server:
                         "cluster mode needs --public-url: the address clients reach this node at "
                         f"(it listens on every interface, {host})"
                     )
-                self.leases.public_url = self.url + "/"  # type: ignore[misc]
+                self.leases.public_url = self.url + "/"
             self.keeper.start()
             log.info(
                 "cluster node %s, public URL %s, leases of %g s",

@@ -27,21 +27,29 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 import rules
-from rules.model import ROLES as ROOM_ROLES
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, same_hash
 from sync_server.core.limits import Limits
 from sync_server.core.ratelimit import Buckets, TokenBucket
 from sync_server.core.room import CommandIn, JoinRefused
 from sync_server.core.session import (
+    Authenticate,
+    CloseNow,
+    HelloAction,
     HelloRefused,
     Ignore,
+    JoinRoom,
+    Locate,
+    OpenAdmin,
+    Opened,
+    ReadHello,
+    RedirectTo,
+    Refuse,
     Reply,
     ReplyAndClose,
     RunCommand,
     RunSync,
     SessionCore,
-    read_hello,
     unauthenticated,
 )
 from sync_server.hosting.admin import ADMIN_USER
@@ -58,22 +66,6 @@ from sync_server.wire import protocol
 from sync_server.wire.codec import BadFrame, Codec, codec_for
 
 log = logging.getLogger(__name__)
-
-# The connection ended on a server-side failure (RFC 6455's 1011): retry.
-CLOSE_ERROR = 1011
-
-
-class RoomMoving(Exception):
-    """Cluster mode: the room is between nodes (no owner with a URL to
-    redirect to): the client reconnects shortly (1012)."""
-
-
-class Redirect(Exception):
-    """The room is served by another node (cluster mode)."""
-
-    def __init__(self, owner: Owner) -> None:
-        super().__init__(owner.url)
-        self.owner = owner
 
 
 class HelloGate:
@@ -187,7 +179,7 @@ class Session:
         # commands to the admin service, never a role read from a room.
         self.is_admin = False
         # The failed-hello allowance this connection reserved at its accept
-        # (see _hello): kept if the hello fails, given back otherwise.
+        # (HelloGate): kept if the hello fails, given back otherwise.
         self._hello_reserved = False
 
     # --- lifecycle --------------------------------------------------------
@@ -202,42 +194,9 @@ class Session:
 
     async def run(self) -> None:
         try:
-            try:
-                await self._hello()
-                self._refund_hello()
-            except HelloRefused as refused:
-                self._hello_failed(refused.message)
-                await self._refuse_now(refused)
-                return
-            except JoinRefused as refused:
-                self._hello_failed(refused.message)
-                await self._refuse_now(HelloRefused(refused.code, refused.message, refused.close))
-                return
-            except Redirect as moved:
-                self._refund_hello()
-                await self._redirect(moved.owner)
-                return
-            except RoomMoving:
-                self._refund_hello()
-                await self._refuse_now(
-                    HelloRefused(
-                        "internal",
-                        "the room is moving to another node; retry",
-                        protocol.CLOSE_SERVICE_RESTART,
-                    )
-                )
-                return
-            except StorageError as exc:
-                self._refund_hello()
-                log.warning("hello for a room failed: cannot reach the storage: %s", exc)
-                await self._refuse_now(
-                    HelloRefused(
-                        "internal", "the server cannot reach its storage; retry", CLOSE_ERROR
-                    )
-                )
-                return
-            except (ConnectionClosed, TimeoutError):
-                self._refund_hello()  # no hello came: nothing was guessed
+            opened = await self._hello()
+            self._refund_hello()  # refused as a guess: _hello_failed kept it
+            if not opened:
                 return
             self.deps.opened(self)
             opened_at = self.deps.clock.monotonic()
@@ -286,18 +245,17 @@ class Session:
             self.deps.hello_gate.release(self.peer, failed=True)
 
     def _refund_hello(self) -> None:
-        """The hello did not fail (welcomed, redirected, or never sent): its
-        reservation goes back to the peer address's allowance."""
+        """The hello did not fail (welcomed, redirected, timed out, the
+        storage down): its reservation goes back to the address's allowance."""
         if self._hello_reserved:
             self._hello_reserved = False
             self.deps.hello_gate.release(self.peer, failed=False)
 
-    async def _redirect(self, owner: Owner) -> None:
+    async def _redirect(self, url: str) -> None:
         """Cluster mode: another node serves the room; the client goes there
         with the same hello (4302)."""
         with contextlib.suppress(ConnectionClosed, OSError):
-            assert owner.url  # an Owner without one is RoomMoving (_hello)
-            await self.ws.send(self.codec.encode(protocol.redirect(owner.url)))
+            await self.ws.send(self.codec.encode(protocol.redirect(url)))
             await self.ws.close(protocol.CLOSE_REDIRECT, "served by another node")
 
     async def _refuse_now(self, refused: HelloRefused) -> None:
@@ -309,6 +267,8 @@ class Session:
         if self._cleaned:  # run() cleans before its closing line, and again in finally
             return
         self._cleaned = True
+        if self.core is not None:
+            self.core.closed()
         self.deps.admin_slots.discard(self)
         if self.outbox is not None:
             if self.room_id is not None and self.host is not None:
@@ -325,109 +285,141 @@ class Session:
 
     # --- hello ------------------------------------------------------------
 
-    async def _hello(self) -> None:
+    async def _hello(self) -> bool:
+        """Carry out the core's hello actions until the session is open
+        (True) or refused, redirected or gone (False). Every decision is the
+        core's; this awaits what each action asks and feeds the answer back."""
+        core = SessionCore.awaiting_hello()
+        self.core = core
+        limits = self.deps.limits
         # One failed hello reserved at the accept (HelloGate), before the
         # hello is read; given back unless it fails.
-        limits = self.deps.limits
-        deadline = asyncio.get_running_loop().time() + limits.hello_timeout
-        if await self.deps.hello_gate.reserve(self.peer, limits.hello_timeout):
-            self._hello_reserved = self.deps.hello_failures is not None
-        else:
-            # Too many refused hellos from this address (guessing tokens):
-            # a short delay, then the door, before reading anything.
-            log.info("hello from %s refused: too many failed hellos", self.peer)
-            await asyncio.sleep(self.deps.limits.hello_penalty_seconds)
-            with contextlib.suppress(ConnectionClosed, OSError):
-                await self.ws.send(
-                    self.codec.encode(
-                        protocol.error("rate_limited", "too many failed hellos; wait and retry")
-                    )
-                )
-                await self.ws.close(protocol.CLOSE_POLICY, "too many failed hellos")
-            raise TimeoutError
+        allowed = await self.deps.hello_gate.reserve(self.peer, limits.hello_timeout)
+        self._hello_reserved = allowed and self.deps.hello_failures is not None
+        action: HelloAction = core.start(
+            allowed, limits.hello_timeout, limits.hello_penalty_seconds
+        )
+        host: RoomHost | None = None
+        digest, found, looked_up = b"", None, 0  # the token, its owner, loads before its lookup
         try:
-            async with asyncio.timeout_at(deadline):  # the reservation's wait included
+            while True:
+                if isinstance(action, ReadHello):
+                    action = await self._read_hello(core, action.timeout)
+                elif isinstance(action, Authenticate):
+                    digest = hash_token(action.hello.token)
+                    if same_hash(digest, self.deps.admin_hash):
+                        slot_free = len(self.deps.admin_slots) < limits.max_admin_connections
+                        action = core.admin_token(slot_free)
+                    else:
+                        looked_up = self.deps.rooms.loads  # room loads begun before it
+                        found = await self.deps.find_token(digest)
+                        action = core.room_token(found)
+                elif isinstance(action, Locate):
+                    where = await self.deps.rooms.locate(action.room)
+                    if isinstance(where, Owner):
+                        action = core.located("elsewhere", where.url or "")
+                    elif where is None:
+                        action = core.located("nowhere")
+                    elif where.load_seq > looked_up:
+                        # Loaded after the lookup: a token change stored before
+                        # the load is one this host does not know. Look the token
+                        # up again, the host held meanwhile (not unloaded as idle).
+                        looked_up = self.deps.rooms.loads
+                        where.hellos += 1
+                        try:
+                            again = await self.deps.find_token(digest)
+                        finally:
+                            where.hellos -= 1
+                        if again != found:
+                            action = core.refused(unauthenticated())
+                        else:
+                            host = where
+                            action = core.located("here")
+                    else:
+                        host = where
+                        action = core.located("here")
+                elif isinstance(action, JoinRoom):
+                    assert host is not None
+                    action = await self._join(core, host, action, digest)
+                elif isinstance(action, OpenAdmin):
+                    self._open_admin()
+                    core.opened(self.bucket)
+                    return True
+                elif isinstance(action, Opened):
+                    log.debug("room %s: %s (%s) connected", self.room_id, self.user, self.role)
+                    return True
+                elif isinstance(action, Refuse):
+                    if action.failed:
+                        self._hello_failed(action.refusal.message)
+                    else:
+                        log.info("hello from %s refused: %s", self.peer, action.refusal.message)
+                    if action.wait:
+                        await self.deps.clock.sleep(action.wait)
+                    await self._refuse_now(action.refusal)
+                    return False
+                elif isinstance(action, RedirectTo):
+                    await self._redirect(action.url)
+                    return False
+                else:
+                    assert isinstance(action, CloseNow)
+                    with contextlib.suppress(ConnectionClosed, OSError):
+                        await self.ws.close(action.code, action.reason)
+                    return False
+        except ConnectionClosed:
+            return False
+        except StorageError as exc:
+            log.warning("hello for a room failed: cannot reach the storage: %s", exc)
+            await self._refuse_now(
+                HelloRefused(
+                    "internal",
+                    "the server cannot reach its storage; retry",
+                    protocol.CLOSE_INTERNAL,
+                )
+            )
+            return False
+
+    async def _read_hello(self, core: SessionCore, timeout: float) -> HelloAction:
+        try:
+            async with asyncio.timeout(timeout):
                 message = await self.ws.recv()
         except TimeoutError:
-            with contextlib.suppress(ConnectionClosed, OSError):
-                await self.ws.close(protocol.CLOSE_HELLO_TIMEOUT, "no hello in time")
-            raise
+            return core.hello_timed_out()
         try:
-            frame = self.codec.decode(message)
+            frame: dict[str, Any] | Exception = self.codec.decode(message)
         except BadFrame as exc:
-            raise HelloRefused(
-                "bad_frame", f"the first frame must be a hello: {exc}", protocol.CLOSE_MISUSE
+            frame = exc
+        return core.hello_received(frame)
+
+    async def _join(
+        self, core: SessionCore, host: RoomHost, join: JoinRoom, digest: bytes
+    ) -> HelloAction:
+        """Submit the join to the room's queue and feed its answer back."""
+        room, user = join.room, join.user
+        bucket = self._bucket(host.state["users"].get(user, {}).get("role"), room, user)
+        if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
+            refusal = HelloRefused(
+                "rate_limited",
+                "too many requests for this user; slow down",
+                protocol.CLOSE_TOO_MANY,
             )
-        hello = read_hello(frame)
-        digest = hash_token(hello.token)
-        if same_hash(digest, self.deps.admin_hash):
-            if hello.room is not None:
-                raise unauthenticated()  # the admin token opens admin sessions only
-            self._open_admin()
-            return
-        rooms = self.deps.rooms
-        looked_up = rooms.loads  # room loads begun before the token lookup
-        found = await self.deps.find_token(digest)
-        if found is None or found[0] != hello.room:
-            raise unauthenticated()
-        room, user = found
-        for _attempt in range(3):  # the room may be unloaded between get and submit
-            host = await rooms.locate(room)
-            if isinstance(host, Owner):
-                if host.url:
-                    raise Redirect(host)
-                # Nobody serves it (released or expired between the claim's
-                # two statements), or its owner has no public URL: no
-                # redirect to "", look again.
-                await asyncio.sleep(0)
-                continue
-            if host is None:
-                raise unauthenticated()
-            if host.load_seq > looked_up:
-                # Loaded after the lookup: a token change stored before the
-                # load is one this host does not know. Look the token up
-                # again, the host held meanwhile (not unloaded as idle).
-                looked_up = rooms.loads
-                host.hellos += 1
-                try:
-                    again = await self.deps.find_token(digest)
-                finally:
-                    host.hellos -= 1
-                if again != found:
-                    raise unauthenticated()
-            bucket = self._bucket(host.state["users"].get(user, {}).get("role"), room, user)
-            if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
-                raise HelloRefused(
-                    "rate_limited",
-                    "too many requests for this user; slow down",
-                    protocol.CLOSE_TOO_MANY,
-                )
-            charge = None if bucket is None else self._charger(bucket)
-            outbox = self._new_outbox(user)
-            fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
-            try:
-                host.submit(Join(outbox, user, hello.since, fut, charge, digest))
-            except RoomClosed:
-                continue
-            try:
-                role, epoch = await fut
-            except RoomClosed:
-                continue  # deleted, unloaded or moved meanwhile: look again
-            except BaseException:
-                fut.cancel()
-                raise
-            break
-        else:
-            if isinstance(host, Owner):  # still nobody with a URL to send the client to
-                raise RoomMoving(room)
-            raise unauthenticated()
-        if role not in ROOM_ROLES:  # the room core refuses it first; never an admin here
-            raise unauthenticated()
+            return core.refused(refusal)
+        charge = None if bucket is None else self._charger(bucket)
+        outbox = self._new_outbox(user)
+        fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
+        try:
+            host.submit(Join(outbox, user, join.since, fut, charge, digest))
+            role, epoch = await fut
+        except RoomClosed:
+            return core.join_retry()  # deleted, unloaded or moved meanwhile: look again
+        except JoinRefused as refused:
+            return core.refused(HelloRefused(refused.code, refused.message, refused.close))
+        except BaseException:
+            fut.cancel()
+            raise
         self.user, self.role, self.room_id, self.host, self.epoch = user, role, room, host, epoch
         self.outbox = outbox
         self.bucket = self._bucket(role, room, user)
-        self.core = SessionCore(role, self.bucket)
-        log.debug("room %s: %s (%s) connected", room, user, role)
+        return core.joined(role, self.bucket)
 
     def _bucket(self, role: str | None, room: str, user: str) -> TokenBucket | None:
         """The request allowance of `user` in `room`, shared by all of that
@@ -442,19 +434,15 @@ class Session:
         return charge
 
     def _open_admin(self) -> None:
-        # Check and reserve in one step (no await between them), so hellos
-        # arriving at the same instant cannot all pass the check; the slot
-        # is freed in _cleanup, whatever happens after this point.
-        slots = self.deps.admin_slots
-        if len(slots) >= self.deps.limits.max_admin_connections:
-            raise HelloRefused("rate_limited", "too many admin sessions", protocol.CLOSE_TOO_MANY)
-        slots.add(self)
+        # The core checked for a free slot and this reserves it with no await
+        # in between, so hellos arriving at the same instant cannot all pass
+        # the check; the slot is freed in _cleanup, whatever happens next.
+        self.deps.admin_slots.add(self)
         self.is_admin = True
         self.user, self.role = ADMIN_USER, "admin"
         self.outbox = self._new_outbox(ADMIN_USER)
         self.outbox.send(protocol.admin_welcome(ADMIN_USER))
         self.bucket = self._bucket("admin", "", ADMIN_USER)
-        self.core = SessionCore("admin", self.bucket, has_room=False)
         log.debug("admin session connected")
 
     def _new_outbox(self, user: str) -> Outbox:

@@ -42,7 +42,7 @@ from typing import Any
 
 from sync_server.core.limits import IMPORT_CHUNK_CHARS
 from sync_server.storage import transfer
-from sync_server.wire import protocol
+from sync_server.wire import frames, protocol
 from sync_server.wire.codec import CODECS
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
@@ -237,13 +237,12 @@ async def _import(ns: argparse.Namespace, text: str, room: str) -> dict[str, Any
         raise AdminError(f"cannot connect to {ws_url}: {exc}", EXIT_CONNECTION)
     try:
         async with asyncio.timeout(ns.timeout):
-            await ws.send(codec.encode(protocol.hello(_admin_token(ns))))
-            welcome = codec.decode(await ws.recv())
-            if welcome.get("t") != "welcome":
-                raise AdminError(
-                    f"the server refused the admin token: {welcome.get('message')}",
-                    EXIT_CONNECTION,
-                )
+            handshake = frames.Handshake(_admin_token(ns))
+            await ws.send(codec.encode(handshake.hello()))
+            outcome = handshake.receive(codec.decode(await ws.recv()))
+            if not isinstance(outcome, frames.Welcome):
+                said = outcome.error.message if isinstance(outcome, frames.Refused) else outcome
+                raise AdminError(f"the server refused the admin token: {said}", EXIT_CONNECTION)
             last: dict[str, Any] = {}
             sent = 0
             acked = 0
@@ -253,16 +252,15 @@ async def _import(ns: argparse.Namespace, text: str, room: str) -> dict[str, Any
                     frame = protocol.cmd(f"{upload}-{sent}", "import_room", args)
                     await ws.send(codec.encode(frame))
                     sent += 1
-                frame = codec.decode(await ws.recv())
-                if frame.get("t") == "error":
+                reply = frames.parse_server(codec.decode(await ws.recv()))
+                if isinstance(reply, frames.Error):
                     raise AdminError(
-                        f"import refused ({frame.get('code')}): {frame.get('message')}",
-                        EXIT_REFUSED,
+                        f"import refused ({reply.code}): {reply.message}", EXIT_REFUSED
                     )
-                if frame.get("t") == "ack":
+                if isinstance(reply, frames.Ack):
                     acked += 1
-                    last = frame
-            return dict(last.get("result") or {})
+                    last = reply.result
+            return dict(last)
     except ConnectionClosed as exc:
         raise AdminError(f"the server closed the session: {exc}", EXIT_CONNECTION)
     except TimeoutError:
@@ -283,7 +281,7 @@ def import_(ns: argparse.Namespace) -> int:
         transfer.from_document(json.loads(transfer.dumps(doc)))
     except transfer.BadRoomFile as exc:
         raise AdminError(f"{ns.file}: {exc}", EXIT_USAGE)
-    room = doc.get("room")
+    room = str(doc["room"])  # a room id: from_document checked it
     # Sent as the export wrote it, re-encoded as ASCII: any character escaped,
     # so the text can be cut anywhere.
     result = asyncio.run(_import(ns, transfer.dumps(doc), room))

@@ -218,7 +218,7 @@ def setup(level: str = "INFO", fmt: str = "text", redact: Redact | None = None) 
 HTTP_LOG = logging.getLogger("sync_server.http")
 
 
-class WebsocketsLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+class WebsocketsLog(logging.LoggerAdapter):
     """The logger handed to websockets (see the module docstring): DEBUG is
     off for good (frames carry tokens), INFO becomes DEBUG, WARNING and
     above pass as they are."""

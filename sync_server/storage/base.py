@@ -27,11 +27,14 @@ the node lost it.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 import attrs
 
 from rules.patch import apply_ops
+from rules.view import Viewer, private_owners, restricted, view_patch
 
 
 class StorageError(Exception):
@@ -41,6 +44,11 @@ class StorageError(Exception):
 
 class RoomExists(StorageError):
     """`import_room` without `replace` found a room with that id."""
+
+
+class TokenInUse(StorageError):
+    """`import_room` brought a token hash that a user of another room owns:
+    nothing was stored (the admin's answer is a `conflict`)."""
 
 
 class VersionConflict(StorageError):
@@ -85,6 +93,82 @@ class VersionRecord:
     token_set: tuple[tuple[str, bytes], ...] = ()
     # ...and users whose token hash is removed (remove_user).
     token_del: tuple[str, ...] = ()
+    # How viewers who do not see everything see this version (`version_views`):
+    # None when every viewer gets the plain patch.
+    views: Views | None = None
+
+
+# How one stored version looks to the viewers who do not see everything
+# (docs/views.md), stored with it so that resumes and history after a
+# restart (or an import) give each viewer their view without the states
+# before and after at hand: {"public": [ops, events], "players": {user:
+# [ops, events]}}. "public" is what observers and every player without a
+# view class of their own get; "players" holds the players whose view of
+# this version differs from it (those owning a character that is not
+# `full`, before or after). The GM and admin get the plain patch.
+Views = dict[str, Any]
+PUBLIC_VIEWER = Viewer(None, "observer")
+
+
+def version_views(
+    before: dict[str, Any], after: dict[str, Any], ops: list[Any], events: list[dict[str, Any]]
+) -> Views | None:
+    """What to store of a version for the viewers (see `Views`): None when
+    the rules say no viewer's patch differs from the plain one."""
+    if not restricted(ops, events, before, after):
+        return None
+    public = list(view_patch(before, after, ops, events, PUBLIC_VIEWER))
+    players: dict[str, list[Any]] = {}
+    for user in sorted(private_owners(before) | private_owners(after)):
+        own = list(view_patch(before, after, ops, events, Viewer(user, "player")))
+        if own != public:
+            players[user] = own
+    return {"public": public, "players": players}
+
+
+def view_key(views: Views, viewer: Viewer) -> Any:
+    """Viewers with equal keys get the same stored view of a version; None
+    for those who get the plain patch (the GM, the admin)."""
+    if viewer.sees_all:
+        return None
+    if viewer.role == "player" and viewer.user in views["players"]:
+        return ("player", viewer.user)
+    return "public"
+
+
+def view_ops_events(views: Views, viewer: Viewer) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The (ops, events) a viewer who does not see everything gets."""
+    key = view_key(views, viewer)
+    ops, events = views["public"] if key == "public" else views["players"][viewer.user]
+    return ops, events
+
+
+def backfill_views(
+    snapshot_v: int,
+    snapshot: dict[str, Any],
+    versions: Iterable[tuple[int, list[Any], list[Any], list[dict[str, Any]]]],
+) -> dict[int, Views | None]:
+    """The stored views of every version of a log that has none (a database
+    or a room file from before they were stored): (v, ops, inverse, events)
+    for 1..head, and a snapshot among them. The states before and after
+    each version are rebuilt from the snapshot: forwards with each
+    version's ops, backwards with its inverse (so the log's beginning needs
+    no snapshot of its own)."""
+    rows = {v: (ops, inverse, events) for v, ops, inverse, events in versions}
+    out: dict[int, Views | None] = {}
+    after = snapshot
+    for v in range(snapshot_v, 0, -1):
+        ops, inverse, events = rows[v]
+        before = apply_ops(copy.deepcopy(after), inverse)
+        out[v] = version_views(before, after, ops, events)
+        after = before
+    before = snapshot
+    for v in range(snapshot_v + 1, max(rows, default=0) + 1):
+        ops, _inverse, events = rows[v]
+        after = apply_ops(copy.deepcopy(before), ops)
+        out[v] = version_views(before, after, ops, events)
+        before = after
+    return out
 
 
 @attrs.frozen
@@ -96,6 +180,7 @@ class PatchRow:
     user: str
     ops: list[Any]
     events: list[dict[str, Any]]
+    views: Views | None = None  # see `version_views`
 
     def frame(self) -> dict[str, Any]:
         return {

@@ -24,6 +24,7 @@ from sync_server.storage import (
     RoomExists,
     StorageError,
     StoredRoom,
+    TokenInUse,
     UndoTarget,
     VersionConflict,
     VersionRecord,
@@ -195,7 +196,7 @@ class MemoryStorage:
         for user, token_hash in dump.tokens.items():
             owner = self._tokens.get(token_hash)
             if owner is not None and owner[0] != room:
-                raise StorageError(
+                raise TokenInUse(
                     f"the token hash of user {user} is already used by {owner[1]} of room "
                     f"{owner[0]!r}: import without token hashes, or delete that room"
                 )
@@ -216,4 +217,11 @@ class MemoryStorage:
 
 
 def _row(rec: VersionRecord) -> PatchRow:
-    return PatchRow(rec.v, rec.cmd_id, rec.user, copy.deepcopy(rec.ops), copy.deepcopy(rec.events))
+    return PatchRow(
+        rec.v,
+        rec.cmd_id,
+        rec.user,
+        copy.deepcopy(rec.ops),
+        copy.deepcopy(rec.events),
+        copy.deepcopy(rec.views),
+    )

@@ -46,7 +46,7 @@ import logging
 import math
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -66,10 +66,12 @@ from sync_server.storage import (
     RoomExists,
     StorageError,
     StoredRoom,
+    TokenInUse,
     UndoTarget,
     VersionConflict,
     VersionRecord,
 )
+from sync_server.storage.base import backfill_views
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -96,9 +98,36 @@ CLAIM_ATTEMPTS = 3
 # nodes starting together (any constant; "vtt-sync" in ASCII).
 MIGRATION_LOCK = 0x7674742D73796E63
 
+
+async def _backfill_views(conn: asyncpg.Connection) -> None:
+    """1 -> 2: each version's views for the viewers who do not see
+    everything (`storage.base.version_views`), rebuilt from the log and
+    the latest snapshot of each room; NULL stays where every viewer gets
+    the plain patch."""
+    for room, snap_v in await conn.fetch("SELECT room, snapshot_v FROM rooms"):
+        state = await conn.fetchval(
+            "SELECT state FROM snapshots WHERE room = $1 AND v = $2", room, snap_v
+        )
+        if state is None:
+            raise StorageError(f"room {room!r} has no snapshot at version {snap_v}")
+        rows = await conn.fetch(
+            "SELECT v, ops, inverse, events FROM versions WHERE room = $1 ORDER BY v", room
+        )
+        views = backfill_views(
+            snap_v,
+            _unpack(state),
+            ((r[0], _unpack(r[1]), _unpack(r[2]), _unpack(r[3])) for r in rows),
+        )
+        await conn.executemany(
+            "UPDATE versions SET views = $1 WHERE room = $2 AND v = $3",
+            [(packb(found), room, v) for v, found in views.items() if found is not None],
+        )
+
+
 # Schema migrations: MIGRATIONS[i] brings a database at version i to i+1,
-# in one transaction. Version 0 is an empty database.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+# in one transaction (SQL statements, or functions of the connection).
+# Version 0 is an empty database.
+MIGRATIONS: tuple[tuple[str | Callable[[asyncpg.Connection], Awaitable[None]], ...], ...] = (
     # 0 -> 1: the first schema.
     (
         "CREATE SEQUENCE room_epochs",
@@ -146,7 +175,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             result bytea NOT NULL,
             ts double precision NOT NULL)""",
     ),
-    # 1 -> 2: the running nodes, so that a second process started under a
+    # 1 -> 2: what viewers who do not see everything get of each version, so
+    # resumes and history after a restart are their views (docs/views.md).
+    ("ALTER TABLE versions ADD COLUMN views bytea", _backfill_views),
+    # 2 -> 3: the running nodes, so that a second process started under a
     # node id already in use is refused instead of fighting for its rooms.
     (
         """CREATE TABLE nodes (
@@ -194,7 +226,7 @@ GROUP_FLUSHERS = 2
 # sorted, and so locked in one order by every statement locking several
 # rooms (this one, renewals): two of them never wait for each other in a
 # cycle. Parameters: $1 node, $2..$6 per room (room, expected head, new
-# head, epoch, snapshot version or NULL), $7..$19 the records' columns,
+# head, epoch, snapshot version or NULL), $7..$21 the records' columns,
 # then each optional part's own.
 COMMIT_FENCE = """
 WITH fence AS (
@@ -206,14 +238,14 @@ WITH fence AS (
     RETURNING rooms.room
 ), ins AS (
     INSERT INTO versions (room, v, cmd_id, user_id, op, args, ops, inverse, events, result,
-                          undoable, undone, undoes, ts)
+                          undoable, undone, undoes, ts, views)
     SELECT r.room, r.v, r.cmd_id, r.user_id, r.op, r.args, r.ops, r.inverse, r.events,
-           r.result, r.undoable, r.undone, r.undoes, r.ts
+           r.result, r.undoable, r.undone, r.undoes, r.ts, r.views
     FROM unnest($7::text[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::bytea[],
                 $13::bytea[], $14::bytea[], $15::bytea[], $16::bytea[], $17::boolean[],
-                $18::boolean[], $19::bigint[], $20::float8[])
+                $18::boolean[], $19::bigint[], $20::float8[], $21::bytea[])
         AS r(room, v, cmd_id, user_id, op, args, ops, inverse, events, result, undoable,
-             undone, undoes, ts)
+             undone, undoes, ts, views)
     WHERE r.room IN (SELECT room FROM fence)
 )"""
 COMMIT_UNDO = """, undo AS (
@@ -252,10 +284,10 @@ COMMIT_END = "\nSELECT coalesce(array_agg(room), '{}') FROM fence"
 @functools.cache
 def commit_sql(undo: bool, token_del: bool, token_set: bool, snapshot: bool) -> str:
     """The group commit statement with these optional parts; their
-    parameters follow $20 in this order: undone (rooms, versions); token
+    parameters follow $21 in this order: undone (rooms, versions); token
     hashes removed (rooms, users); set (rooms, users, hashes); snapshots
     (rooms, versions, states, then the number kept)."""
-    numbers = iter(range(21, 40))
+    numbers = iter(range(22, 41))
 
     def param() -> str:
         return f"${next(numbers)}"
@@ -318,6 +350,7 @@ def _group_args(node: str, group: list[_Commit], kept: int) -> tuple[str, list[A
         [r.v in undone_in_commit[index[id(c)]] for c, r in rows],  # undone in its own commit
         [r.undoes for _, r in rows],
         [r.ts for _, r in rows],
+        [None if r.views is None else packb(r.views) for _, r in rows],
     ]
     undo = [(c.room, r.undoes) for c, r in rows if r.undoes is not None]
     token_del: list[tuple[str, str]] = []
@@ -408,6 +441,12 @@ def _settle(future: asyncio.Future[None], error: BaseException | None = None) ->
         future.set_result(None)
     else:
         future.set_exception(error)
+
+
+def _patch_row(r: Any) -> PatchRow:
+    """A PatchRow from (v, cmd_id, user_id, ops, events, views)."""
+    views = None if r[5] is None else _unpack(r[5])
+    return PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4]), views)
 
 
 def _unpack(blob: bytes) -> Any:
@@ -555,8 +594,11 @@ class PgStorage:
                     f"this vtt-sync's {SCHEMA_VERSION}: run a newer vtt-sync"
                 )
             for version in range(found, SCHEMA_VERSION):
-                for statement in MIGRATIONS[version]:
-                    await conn.execute(statement)
+                for step in MIGRATIONS[version]:
+                    if callable(step):
+                        await step(conn)
+                    else:
+                        await conn.execute(step)
             if found != SCHEMA_VERSION:
                 await conn.execute("DELETE FROM schema_version")
                 await conn.execute("INSERT INTO schema_version VALUES ($1)", SCHEMA_VERSION)
@@ -777,7 +819,7 @@ class PgStorage:
                     f"room {room!r} has no snapshot at version {snap_v}: the database is damaged"
                 )
             rows = await conn.fetch(
-                "SELECT v, cmd_id, user_id, ops, events FROM versions "
+                "SELECT v, cmd_id, user_id, ops, events, views FROM versions "
                 "WHERE room = $1 AND v > $2 ORDER BY v",
                 room,
                 min(snap_v, head - recent),
@@ -788,7 +830,7 @@ class PgStorage:
                 room,
                 head - dedup_window,
             )
-        log_rows = [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+        log_rows = [_patch_row(r) for r in rows]
         dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3])) for r in dedup_rows]
         return StoredRoom(room, snap_v, _unpack(state), log_rows, dedup)
 
@@ -905,13 +947,13 @@ class PgStorage:
     async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
         async with self._conn() as conn:
             rows = await conn.fetch(
-                "SELECT v, cmd_id, user_id, ops, events FROM versions "
+                "SELECT v, cmd_id, user_id, ops, events, views FROM versions "
                 "WHERE room = $1 AND v > $2 AND v <= $3 ORDER BY v",
                 room,
                 after,
                 upto,
             )
-        return [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+        return [_patch_row(r) for r in rows]
 
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         async with self._conn() as conn:
@@ -946,7 +988,7 @@ class PgStorage:
             )
             rows = await conn.fetch(
                 "SELECT v, cmd_id, user_id, op, args, ops, inverse, events, result, undoable,"
-                " undone, undoes, ts FROM versions WHERE room = $1 ORDER BY v",
+                " undone, undoes, ts, views FROM versions WHERE room = $1 ORDER BY v",
                 room,
             )
             token_rows = await conn.fetch(
@@ -959,6 +1001,7 @@ class PgStorage:
                 room=room, v=r[0], cmd_id=r[1], user=r[2], op=r[3], args=_unpack(r[4]),
                 ops=_unpack(r[5]), inverse=_unpack(r[6]), events=_unpack(r[7]),
                 result=_unpack(r[8]), undoable=r[9], undoes=r[11], ts=r[12],
+                views=None if r[13] is None else _unpack(r[13]),
             )
             for r in rows
         ]  # fmt: skip
@@ -983,7 +1026,7 @@ class PgStorage:
                     "SELECT room, user_id FROM users WHERE token_hash = $1", token_hash
                 )
                 if owner is not None:
-                    raise StorageError(
+                    raise TokenInUse(
                         f"the token hash of user {user} is already used by {owner[1]} of room "
                         f"{owner[0]!r}: import without token hashes, or delete that room"
                     )
@@ -1008,12 +1051,13 @@ class PgStorage:
             )
             await conn.executemany(
                 "INSERT INTO versions (room, v, cmd_id, user_id, op, args, ops, inverse, events,"
-                " result, undoable, undone, undoes, ts)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                " result, undoable, undone, undoes, ts, views)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                 [
                     (room, r.v, r.cmd_id, r.user, r.op, packb(r.args), packb(r.ops),
                      packb(r.inverse), packb(r.events), packb(r.result), r.undoable,
-                     r.v in dump.undone, r.undoes, r.ts)
+                     r.v in dump.undone, r.undoes, r.ts,
+                     None if r.views is None else packb(r.views))
                     for r in dump.versions
                 ],
             )  # fmt: skip

@@ -33,16 +33,18 @@ from sync_server.storage import (
     RoomExists,
     StorageError,
     StoredRoom,
+    TokenInUse,
     UndoTarget,
     VersionConflict,
     VersionRecord,
 )
+from sync_server.storage.base import backfill_views
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
 
 DB_FILE = "vtt-sync.sqlite3"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 # Bytes the WAL file is truncated to after a checkpoint: without a limit it
 # keeps the size of the largest transaction it ever held.
@@ -63,7 +65,7 @@ CREATE TABLE IF NOT EXISTS versions (
     room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
     op TEXT NOT NULL, args BLOB NOT NULL, ops BLOB NOT NULL, inverse BLOB NOT NULL,
     events BLOB NOT NULL, result BLOB NOT NULL, undoable INTEGER NOT NULL,
-    undone INTEGER NOT NULL DEFAULT 0, undoes INTEGER, ts REAL NOT NULL,
+    undone INTEGER NOT NULL DEFAULT 0, undoes INTEGER, ts REAL NOT NULL, views BLOB,
     PRIMARY KEY (room, v)) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS versions_cmd ON versions (room, user, cmd_id)
     WHERE cmd_id IS NOT NULL;
@@ -78,9 +80,31 @@ CREATE TABLE IF NOT EXISTS admin_log (
 """
 
 
+def _backfill_views(conn: sqlite3.Connection) -> None:
+    """2 -> 3: each version's views for the viewers who do not see
+    everything (`storage.base.version_views`), rebuilt from the log and the
+    latest snapshot of each room; NULL stays where every viewer gets the
+    plain patch."""
+    for (room,) in conn.execute("SELECT room FROM rooms").fetchall():
+        snap_v, snap = _latest_snapshot(conn, room)
+        rows = conn.execute(
+            "SELECT v, ops, inverse, events FROM versions WHERE room = ? ORDER BY v", (room,)
+        ).fetchall()
+        views = backfill_views(
+            snap_v,
+            _unpack(snap),
+            ((r[0], _unpack(r[1]), _unpack(r[2]), _unpack(r[3])) for r in rows),
+        )
+        conn.executemany(
+            "UPDATE versions SET views = ? WHERE room = ? AND v = ?",
+            [(_pack(found), room, v) for v, found in views.items() if found is not None],
+        )
+
+
 # Schema migrations, by the version they lead from: each brings a database
-# of that version to the next one, inside the opening transaction.
-MIGRATIONS: dict[str, tuple[str, ...]] = {
+# of that version to the next one, inside the opening transaction (an SQL
+# statement, or a function of the connection).
+MIGRATIONS: dict[str, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     # 1 -> 2: the room's head version, the fence every commit checks.
     "1": (
         "ALTER TABLE rooms ADD COLUMN head INTEGER NOT NULL DEFAULT 0",
@@ -88,6 +112,9 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "(SELECT max(v) FROM versions WHERE versions.room = rooms.room),"
         " (SELECT max(v) FROM snapshots WHERE snapshots.room = rooms.room), 0)",
     ),
+    # 2 -> 3: what viewers who do not see everything get of each version, so
+    # resumes and history after a restart are their views (docs/views.md).
+    "2": ("ALTER TABLE versions ADD COLUMN views BLOB", _backfill_views),
 }
 
 
@@ -97,6 +124,12 @@ def _pack(value: Any) -> bytes:
 
 def _unpack(blob: bytes) -> Any:
     return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+
+
+def _patch_row(r: Any) -> PatchRow:
+    """A PatchRow from (v, cmd_id, user, ops, events, views)."""
+    views = None if r[5] is None else _unpack(r[5])
+    return PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4]), views)
 
 
 def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
@@ -233,8 +266,11 @@ class SqliteStorage:
                         f"{self.path}: schema {found} is newer than this server's "
                         f"{SCHEMA_VERSION}; run a newer vtt-sync"
                     )
-                for statement in steps:
-                    conn.execute(statement)
+                for step in steps:
+                    if callable(step):
+                        step(conn)
+                    else:
+                        conn.execute(step)
                 found = str(int(found) + 1)
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (found,))
             conn.execute("COMMIT")
@@ -414,11 +450,11 @@ class SqliteStorage:
             snap = _latest_snapshot(conn, room)
             first = min(snap[0], head_row[0] - recent)
             rows = conn.execute(
-                "SELECT v, cmd_id, user, ops, events FROM versions "
+                "SELECT v, cmd_id, user, ops, events, views FROM versions "
                 "WHERE room = ? AND v > ? ORDER BY v",
                 (room, first),
             ).fetchall()
-            log_rows = [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+            log_rows = [_patch_row(r) for r in rows]
             dedup = [
                 DedupEntry(r[0], r[1], r[2], _unpack(r[3]))
                 for r in conn.execute(
@@ -451,8 +487,8 @@ class SqliteStorage:
             for r in records:
                 conn.execute(
                     "INSERT INTO versions (room, v, cmd_id, user, op, args, ops, inverse, events,"
-                    " result, undoable, undone, undoes, ts)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                    " result, undoable, undone, undoes, ts, views)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
                     (
                         room,
                         r.v,
@@ -467,6 +503,7 @@ class SqliteStorage:
                         int(r.undoable),
                         r.undoes,
                         r.ts,
+                        None if r.views is None else _pack(r.views),
                     ),
                 )
                 if r.undoes is not None:
@@ -497,11 +534,11 @@ class SqliteStorage:
     async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
         def q(conn: sqlite3.Connection) -> list[PatchRow]:
             rows = conn.execute(
-                "SELECT v, cmd_id, user, ops, events FROM versions "
+                "SELECT v, cmd_id, user, ops, events, views FROM versions "
                 "WHERE room = ? AND v > ? AND v <= ? ORDER BY v",
                 (room, after, upto),
             ).fetchall()
-            return [PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4])) for r in rows]
+            return [_patch_row(r) for r in rows]
 
         return await self._submit(q, write=False)
 
@@ -537,7 +574,7 @@ class SqliteStorage:
             versions, undone = [], set()
             for r in conn.execute(
                 "SELECT v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"
-                " undone, undoes, ts FROM versions WHERE room = ? ORDER BY v",
+                " undone, undoes, ts, views FROM versions WHERE room = ? ORDER BY v",
                 (room,),
             ):
                 versions.append(
@@ -545,6 +582,7 @@ class SqliteStorage:
                         room=room, v=r[0], cmd_id=r[1], user=r[2], op=r[3], args=_unpack(r[4]),
                         ops=_unpack(r[5]), inverse=_unpack(r[6]), events=_unpack(r[7]),
                         result=_unpack(r[8]), undoable=bool(r[9]), undoes=r[11], ts=r[12],
+                        views=None if r[13] is None else _unpack(r[13]),
                     )
                 )  # fmt: skip
                 if r[10]:
@@ -575,7 +613,7 @@ class SqliteStorage:
                     "SELECT room, user FROM users WHERE token_hash = ?", (token_hash,)
                 ).fetchone()
                 if owner is not None:
-                    raise StorageError(
+                    raise TokenInUse(
                         f"the token hash of user {user} is already used by {owner[1]} of room "
                         f"{owner[0]!r}: import without token hashes, or delete that room"
                     )
@@ -593,12 +631,13 @@ class SqliteStorage:
             )
             conn.executemany(
                 "INSERT INTO versions (room, v, cmd_id, user, op, args, ops, inverse, events,"
-                " result, undoable, undone, undoes, ts)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " result, undoable, undone, undoes, ts, views)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (room, r.v, r.cmd_id, r.user, r.op, _pack(r.args), _pack(r.ops),
                      _pack(r.inverse), _pack(r.events), _pack(r.result), int(r.undoable),
-                     int(r.v in dump.undone), r.undoes, r.ts)
+                     int(r.v in dump.undone), r.undoes, r.ts,
+                     None if r.views is None else _pack(r.views))
                     for r in dump.versions
                 ],
             )  # fmt: skip

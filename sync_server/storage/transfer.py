@@ -3,7 +3,9 @@
 `vtt-sync admin export ROOM > room.json` writes one; `vtt-sync admin import
 room.json` reads it into a server, which then serves the room as it was:
 same state, same version, the whole log (so `since`, history, undo and the
-retry of an old command id all work as before).
+retry of an old command id all work as before, for every viewer: what
+players and observers get of each version is rebuilt from the log on
+import, not read from the file).
 
     {
       "format": "vtt-sync-room", "format_version": 1,
@@ -66,6 +68,7 @@ from sync_server.storage import (
     VersionRecord,
     replay,
 )
+from sync_server.storage.base import backfill_views
 
 FORMAT = "vtt-sync-room"
 FORMAT_VERSION = 1
@@ -170,29 +173,30 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
     """(the room to store, its state at head, whether the file held token
     hashes). Raises BadRoomFile with the first problem found."""
     _need(doc.get("format") == FORMAT, f"not a room file (format must be {FORMAT!r})")
-    version = doc.get("format_version")
+    # Read as Any: each value is checked by `_need` before it is used.
+    version: Any = doc.get("format_version")
     _need(_is_int(version), "format_version must be an integer")
     _need(
         version <= FORMAT_VERSION,
         f"format version {version} is newer than this server's ({FORMAT_VERSION}): "
         "import it with a newer vtt-sync",
     )
-    room = doc.get("room")
+    room: Any = doc.get("room")
     _need(
         isinstance(room, str) and re.fullmatch(ROOM_ID_PATTERN, room) is not None,
         "room must be a room id (1-64 letters, digits, '_', '-' or '.')",
     )
-    head = doc.get("head")
+    head: Any = doc.get("head")
     _need(_is_int(head) and head >= 0, "head must be an integer >= 0")
     created = doc.get("created", time.time())
     _need(_is_number(created), "created must be a number (seconds since 1970)")
-    snapshot = doc.get("snapshot")
+    snapshot: Any = doc.get("snapshot")
     _need(isinstance(snapshot, dict), "snapshot must be an object")
     snap_v, snap_state = snapshot.get("v"), snapshot.get("state")
     _need(_is_int(snap_v) and 0 <= snap_v <= head, "snapshot.v must be a version 0..head")
     _need(isinstance(snap_state, dict), "snapshot.state must be an object")
     _need_state(snap_state, "snapshot.state")
-    raw = doc.get("versions")
+    raw: Any = doc.get("versions")
     _need(isinstance(raw, list), "versions must be a list")
     _need(len(raw) == head, f"versions must hold the whole log, 1..{head} ({len(raw)} found)")
     versions, undone = [], set()
@@ -233,9 +237,19 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
     _need_valid_room(snap_state, "the snapshot")
     _need_valid_room(state, "the room's state")
     tokens = _read_users(doc.get("users", []), state, with_hashes)
+    # What each viewer gets of each version is not in the file: it follows
+    # from the log (and from this server's rules of views), so it is rebuilt
+    # here rather than trusted, and resumes after the import are views.
+    try:
+        views = backfill_views(
+            snap_v, dump.snapshot, ((r.v, r.ops, r.inverse, r.events) for r in versions)
+        )
+    except Exception as exc:  # inverse ops that do not apply
+        raise BadRoomFile(f"the log's inverse ops do not apply to the snapshot: {exc}") from None
+    versions = [attrs.evolve(r, views=views[r.v]) for r in versions]
     return (
         # state_at_head replayed onto a copy: the snapshot is still the file's
-        attrs.evolve(dump, tokens=tokens),
+        attrs.evolve(dump, versions=versions, tokens=tokens),
         state,
         with_hashes,
     )

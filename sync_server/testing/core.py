@@ -2,7 +2,10 @@
 
     core, gm = new_core()
     d = core.evaluate(command(gm, "add_character", name="Aline", **SHEET))
-    core.commit()                # as the host does once storage said yes
+    commit(core)                 # as the host does once storage said yes
+
+or a whole batch as the host drives it (`run_batch`: begin, evaluate,
+stored, and the outputs it returns).
 
 Tokens are numbered (`token-1`, ...), the clock is a `FakeClock`, the dice
 are scripted, and the rules' invariants are checked after every command.
@@ -16,7 +19,7 @@ from typing import Any
 import rules
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import Limits
-from sync_server.core.room import NO_EXPECT, CommandIn, RoomCore
+from sync_server.core.room import NO_EXPECT, CommandIn, LogReader, Output, RememberToken, RoomCore
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import LoadedRoom
 
@@ -58,3 +61,24 @@ def command(
 ) -> CommandIn:
     """A `CommandIn` as a session would build it (a fresh id unless given)."""
     return CommandIn(actor, epoch, cmd_id or f"t-{next(_ids)}", op, args, expect)
+
+
+def commit(core: RoomCore) -> None:
+    """`core.commit()`, and the tokens it minted kept as the host keeps
+    them (in the server-wide `RecentTokens`), so retries get them again."""
+    for out in core.commit():
+        core.recent_tokens.remember(out.key, "token", out.token)
+
+
+def run_batch(
+    core: RoomCore, commands: list[CommandIn], reader: LogReader | None = None
+) -> list[Output]:
+    """One batch as the host drives it, storage saying yes: the outputs
+    `stored` returns (tokens already remembered, as the host would)."""
+    batch = core.begin(commands)
+    core.evaluate_batch(batch, reader)
+    outputs = core.stored(batch)
+    for out in outputs:
+        if isinstance(out, RememberToken):
+            core.recent_tokens.remember(out.key, "token", out.token)
+    return outputs

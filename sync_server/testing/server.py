@@ -37,11 +37,13 @@ import msgpack
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 import rules
 from rules.testing import SHEET
 from sync_server import Config, Server
 from sync_server.core.limits import LIMIT_FIELDS, Limits
+from sync_server.wire import frames
 from sync_server.wire.codec import CODECS, JSON, MSGPACK
 
 WAIT = 10.0  # seconds: the bound on any single wait in these helpers
@@ -248,7 +250,7 @@ Client = RawClient  # the name the tests know it by
 
 
 async def open_ws(url: str, proto: str = "msgpack", **kw: Any) -> ClientConnection:
-    subprotocols = [PROTOS[proto]] if proto else None
+    subprotocols = [Subprotocol(PROTOS[proto])] if proto else None
     return await ws_connect(url, subprotocols=subprotocols, open_timeout=WAIT, max_size=2**24, **kw)
 
 
@@ -267,18 +269,14 @@ async def connect(
     Raises `Closed` with the error frame if the server refuses."""
     ws = await open_ws(url, proto, **({"ssl": ssl} if ssl is not None else {}))
     client = Client(ws, proto)
-    hello: dict[str, Any] = {"t": "hello", "proto": 1, "token": token}
-    if room is not None:
-        hello["room"] = room
-    if since is not None:
-        hello["since"] = since
-    await client.send(hello)
+    handshake = frames.Handshake(token, room, since)
+    await client.send(handshake.hello())
     try:
         async with asyncio.timeout(WAIT):
             welcome = client.codec.decode(await ws.recv())
     except ConnectionClosed as exc:
         raise Closed(f"closed before welcome: {exc}") from exc
-    if welcome.get("t") != "welcome":
+    if not isinstance(handshake.receive(welcome), frames.Welcome):
         with contextlib.suppress(Exception):
             await ws.close()
         raise Closed(f"refused: {welcome}")

@@ -5,7 +5,7 @@ to the wire: both subprotocols, the server and the Python client share them.
 
 from __future__ import annotations
 
-__all__ = ["MAX_INT", "MAX_NESTING", "MIN_INT"]
+__all__ = ["MAX_CMD_ID_LENGTH", "MAX_INT", "MAX_NESTING", "MIN_INT"]
 
 # Maps and lists nested deeper than this are refused as bad_frame: nothing
 # in the protocol nests more than ~6 levels, and deep nesting is a classic
@@ -17,3 +17,6 @@ MAX_NESTING = 32
 # the log could not store).
 MIN_INT = -(2**63)
 MAX_INT = 2**64 - 1
+
+# Command ids are chosen by clients and stored for deduplication; bound them.
+MAX_CMD_ID_LENGTH = 128

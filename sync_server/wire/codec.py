@@ -71,7 +71,8 @@ def packb(value: Any) -> bytes:
     packer = getattr(_local, "packer", None)
     if packer is None:
         packer = _local.packer = msgpack.Packer(use_bin_type=True)
-    return packer.pack(value)
+    packed: bytes = packer.pack(value)
+    return packed
 
 
 def _no_ext(code: int, data: bytes) -> Any:

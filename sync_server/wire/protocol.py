@@ -66,6 +66,7 @@ def earliest(*errors: tuple[str, str] | None) -> tuple[str, str] | None:
 CLOSE_SHUTDOWN = 1001  # the server is shutting down: reconnect later
 CLOSE_POLICY = 1008  # policy violation: too many failed hellos from this address
 CLOSE_TOO_BIG = 1009  # a frame over MAX_FRAME_BYTES
+CLOSE_INTERNAL = 1011  # the server failed (e.g. cannot reach its storage): retry
 CLOSE_SERVICE_RESTART = 1012  # this node stopped serving the room: reconnect, resume
 CLOSE_TOO_SLOW = 1013  # too slow to read its patches: resume with `since`
 CLOSE_REDIRECT = 4302  # the room is served by the node named in the `redirect` frame
@@ -210,6 +211,7 @@ def vectors() -> dict[str, Any]:
             "shutdown": CLOSE_SHUTDOWN,
             "policy": CLOSE_POLICY,
             "too_big": CLOSE_TOO_BIG,
+            "internal": CLOSE_INTERNAL,
             "service_restart": CLOSE_SERVICE_RESTART,
             "too_slow": CLOSE_TOO_SLOW,
             "redirect": CLOSE_REDIRECT,

@@ -328,3 +328,32 @@ async def test_watch_keeps_running_across_a_server_restart(table: LiveTable) -> 
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 10)
     assert table.token("obs").encode() not in seen
+
+
+async def test_T4_roll_initiative_through_the_generic_cmd_path(table: LiveTable) -> None:
+    """`vtt-sync client cmd roll_initiative` (T4): maps as JSON arguments, each
+    roll and the sorted start as sentences."""
+    code, out, err = await run(
+        table,
+        "cmd",
+        "roll_initiative",
+        'chars=["c1","c2","c3","c4"]',
+        'bonus={"c4": 2}',
+        'rolls={"c1": 12, "c2": 9, "c3": 18, "c4": 12}',
+        entry="sync_server",
+    )
+    assert code == 0, err
+    v, state = await table.state()
+    assert out.splitlines() == [
+        f"v{v}  Aline rolls initiative: d20 12 +2 = 14 (GM's die)",
+        f"v{v}  Bastien rolls initiative: d20 9 +1 = 10 (GM's die)",
+        f"v{v}  Chloe rolls initiative: d20 18 +1 = 19 (GM's die)",
+        f"v{v}  Gorgol the goblin rolls initiative: d20 12 +2 +2 = 16 (GM's die)",
+        f"v{v}  Combat starts: Chloe, Gorgol the goblin, Aline, Bastien",
+        f"v{v}  Round 1: Chloe's turn",
+    ]
+    assert state["combat"]["order"] == ["c3", "c4", "c1", "c2"]
+    assert state["initiative"] == {"c1": 14, "c2": 10, "c3": 19, "c4": 16}
+    code, out, err = await run(table, "cmd", "roll_initiative", 'bonus={"c9": 1}')
+    assert (code, out) == (1, "")
+    assert err == "vtt-sync client: refused (not_found): no character 'c9' in this room\n"

@@ -55,6 +55,7 @@ def tour() -> list[Step]:
     do("stay_in_fight", char=a)  # 1 PP: conscious
     do("set_order", order=[b, a])  # the tracker reordered: b keeps its turn
     do("set_order", order=[a, b], turn=1)  # and back; still b's turn, now last
+    do("roll_initiative", bonus={b: 1}, rolls={a: 11, b: 9})  # T4: 13, 12; b keeps its turn
     do("end_turn", char=b)  # new round: the clock moves
     do("damage", char=a, amount=5, pv_only=True)  # dying again
     do("end_turn", char=a)  # loses 1 PP (D5)

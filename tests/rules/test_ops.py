@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
     "combat_start": ({"order": ["C"]}, "G"),
     "combat_end": ({}, "G"),
     "set_order": ({"order": ["C", "B"]}, "G"),
+    "roll_initiative": ({"chars": ["B"]}, "G"),
     "end_turn": ({"char": "B"}, "O"),
     "advance_clock": ({"seconds": 1}, "G"),
     "damage": ({"char": "C", "amount": 1}, "G"),
@@ -334,13 +335,15 @@ def test_ops_null_optional_argument_means_absent(op, args):
 
 
 def test_ops_update_room_needs_something_to_change():
-    """Engine choice: update_room with neither name nor round_seconds is
-    `invalid_args`; with them, both change."""
+    """Engine choice: update_room with none of name, round_seconds, skip_dead
+    is `invalid_args`; with them, they change, and the event says all three."""
     t = Table()
     refused(t, InvalidArgs, "update_room")
     t.do("update_room", name="Autre table", round_seconds=10)
     assert (t.room.name, t.room.round_seconds) == ("Autre table", 10)
-    assert t.events == [{"kind": "room", "name": "Autre table", "round_seconds": 10}]
+    assert t.events == [
+        {"kind": "room", "name": "Autre table", "round_seconds": 10, "skip_dead": True}
+    ]
 
 
 # ---------------------------------------------------------------- not_found

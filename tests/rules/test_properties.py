@@ -73,6 +73,35 @@ COMMANDS = st.one_of(
         st.just("queue_rolls"),
         st.fixed_dictionaries({"rolls": st.lists(st.integers(1, 20), min_size=1, max_size=3)}),
     ),
+    st.tuples(
+        st.just("roll_initiative"),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "chars": st.lists(cid, min_size=1, max_size=4, unique=True),
+                "bonus": st.dictionaries(cid, st.integers(-5, 5), max_size=3),
+                "rolls": st.dictionaries(cid, st.integers(1, 20), max_size=3),
+            },
+        ),
+    ),
+    st.tuples(st.just("update_room"), st.fixed_dictionaries({"skip_dead": st.booleans()})),
+)
+CURRENT = "@current"
+# Tracker edits too, for the engine's own invariants (the views tests, which
+# reuse COMMANDS, have their own).
+TRACKER_COMMANDS = st.one_of(
+    COMMANDS,
+    st.tuples(
+        st.just("set_order"),
+        st.fixed_dictionaries(
+            {"order": st.lists(st.sampled_from(CHARS), min_size=1, max_size=4, unique=True)},
+            optional={"turn": st.integers(0, 4)},
+        ),
+    ),
+    # The current combatant's end of turn (run() puts its id in), so that
+    # rounds go by and T3's passing over runs often.
+    st.tuples(st.just("end_turn"), st.just({"char": CURRENT})),
+    st.tuples(st.just("end_turn"), st.just({"char": CURRENT})),
 )
 ACTORS = st.sampled_from(["gm", "gm", "gm", "p1", "obs"])
 
@@ -91,6 +120,8 @@ def run(t: Table, commands, actors, dice: SeededDice):
     actor_of = {"gm": t.gm, "p1": t.p1, "obs": t.obs}
     dead: set[str] = set()
     for (op, args), who in zip(commands, actors, strict=False):
+        if args.get("char") == CURRENT:
+            args = {**args, "char": t.room.combat.current if t.room.combat else "c1"}
         before = t.room.to_dict()
         try:
             out = apply(t.room, op, args, actor_of[who], dice)
@@ -100,6 +131,7 @@ def run(t: Table, commands, actors, dice: SeededDice):
         assert t.room.to_dict() == before, f"{op} mutated its input state"
         t.room = out.room
         assert violations(t.room) == [], (op, args, violations(t.room))
+        check_turns(t.room, op)
         for c in t.room.characters.values():
             if c.id in dead:
                 assert c.condition == "dead", f"D6: {c.id} came back from the dead by {op}"
@@ -110,9 +142,32 @@ def run(t: Table, commands, actors, dice: SeededDice):
     return t
 
 
+def check_turns(room: Room, op: str) -> None:
+    """T3 and T4 after each accepted command."""
+    combat = room.combat
+    if combat is None:
+        assert room.initiative == {}, "T4: totals outlive their combat"
+        assert not any(c.dying_fresh for c in room.characters.values()), "D5: out of combat"
+        return
+    chars = room.characters
+    if op == "end_turn" and room.skip_dead:
+        # T3: an end of turn gives the turn to a living combatant, if any is.
+        living = [c for c in combat.order if chars[c].condition != "dead"]
+        assert not living or combat.current in living, "T3: a dead combatant got the turn"
+    if op == "roll_initiative":
+        # T4: the rolled first, by total, higher Dex modifier, character order.
+        rolled = [c for c in combat.order if c in room.initiative]
+        assert combat.order[: len(rolled)] == rolled, "T4: an unrolled combatant before"
+        keys = [(-room.initiative[c], -chars[c].mod("dex"), chars[c].seq) for c in rolled]
+        assert keys == sorted(keys), "T4: the order is not sorted"
+    # D5 v1.2: only the combatant whose turn it is may hold the exemption.
+    for c in chars.values():
+        assert not c.dying_fresh or c.id == combat.current, f"D5: {c.id} kept its exemption"
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(COMMANDS, max_size=40),
+    st.lists(TRACKER_COMMANDS, max_size=40),
     st.lists(ACTORS, min_size=40, max_size=40),
     st.integers(0, 2**32),
 )
@@ -168,3 +223,46 @@ def test_T2_one_jump_equals_many_steps(commands, steps, seed):
     for s in steps:
         many = apply(many, "advance_clock", {"seconds": s}, t.gm, dice).room
     assert one.to_dict() == many.to_dict()
+
+
+TURN_COMMANDS = st.one_of(
+    st.tuples(st.just("end_turn"), st.just({"char": CURRENT})),
+    st.tuples(st.just("end_turn"), st.just({"char": CURRENT})),
+    st.tuples(st.just("end_turn"), st.just({"char": CURRENT})),
+    st.tuples(
+        st.just("update_character"),
+        st.fixed_dictionaries(
+            {"char": st.sampled_from(CHARS), "set": st.just({"condition": "dead"})}
+        ),
+    ),
+    st.tuples(
+        st.just("damage"),
+        st.fixed_dictionaries({"char": st.sampled_from([*CHARS, CURRENT]), "amount": small}),
+    ),
+    # The current combatant falls (D5's exemption for this turn), or loses a PP.
+    st.tuples(st.just("damage"), st.just({"char": CURRENT, "amount": 1_000_000})),
+    st.tuples(
+        st.just("set_order"),
+        st.fixed_dictionaries(
+            {
+                "order": st.permutations(CHARS).map(list),
+                "turn": st.integers(0, len(CHARS)),
+            }
+        ),
+    ),
+    st.tuples(st.just("update_room"), st.fixed_dictionaries({"skip_dead": st.booleans()})),
+    TRACKER_COMMANDS,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(TURN_COMMANDS, max_size=40), st.integers(0, 2**32))
+def test_T3_T4_D5_turns_over_random_combats(commands, seed):
+    """A combat of everyone, then turns, deaths, tracker edits, initiative
+    and the skip_dead setting in any order: the invariants, T3 (an end of
+    turn never gives a dead combatant the turn while a living one is in the
+    order), T4 (a roll sorts the order) and D5 v1.2 (only the current
+    combatant may hold the dying exemption) hold after every command."""
+    t = fresh_table()
+    t.do("combat_start", order=list(CHARS))
+    run(t, commands, ["gm"] * len(commands), SeededDice(seed))

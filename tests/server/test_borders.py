@@ -20,7 +20,7 @@ from sync_server.core.limits import FAILED_HELLO_BURST
 from sync_server.hosting.clock import FakeClock
 from sync_server.ops.logs import TextFormatter, escape_text
 from sync_server.storage.memory import MemoryStorage
-from sync_server.wire.protocol import CLOSE_POLICY, CLOSE_SERVICE_RESTART, CLOSE_UNAUTHENTICATED
+from sync_server.wire.protocol import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_UNAUTHENTICATED
 from tests.helpers.server import (
     Closed,
     connect,
@@ -116,11 +116,18 @@ async def test_concurrent_bad_hellos_cannot_pass_the_failed_hello_limit(tmp_path
     async with running_server(tmp_path / "data", clock=clock) as srv:
         t = await create_table(srv.url)  # successful hellos cost nothing
         gm = await t.connect("gm")
-        results = await asyncio.gather(*(hello_refused(srv.url, BAD_HELLO) for _ in range(100)))
+        tasks = [asyncio.create_task(hello_refused(srv.url, BAD_HELLO)) for _ in range(100)]
+        for _ in range(500):  # the hellos read fail at once; the others wait their penalty
+            if sum(t.done() for t in tasks) >= FAILED_HELLO_BURST:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        # the penalty (1 s of the fake clock) passes; it refills 5 failed hellos too
+        clock.advance(1.0)
+        results = await asyncio.gather(*tasks)
         codes = Counter(code for _frame, code in results)
         assert codes[CLOSE_UNAUTHENTICATED] <= FAILED_HELLO_BURST, codes
         assert codes[CLOSE_UNAUTHENTICATED] + codes[CLOSE_POLICY] == 100, codes
-        clock.advance(1.0)  # refills FAILED_HELLOS_PER_SECOND (5) failed hellos
         frame, code = await hello_refused(srv.url, BAD_HELLO)
         assert code == CLOSE_UNAUTHENTICATED, (frame, code)  # read, not turned away
         ok = await t.connect("p1")  # and an honest hello passes
@@ -206,7 +213,7 @@ class _NobodyServes(MemoryStorage):
 
 async def test_an_owner_with_no_url_is_no_redirect_to_nowhere(tmp_path: Path) -> None:
     """`claim` may find nobody with a URL serving the room: the hello gets
-    `internal` and 1012 (reconnect shortly), never `redirect("")`."""
+    `internal` (retry), never `redirect("")`."""
     storage = _NobodyServes()
     async with running_server(tmp_path / "data", storage=storage) as srv:
         assert isinstance(storage, Leases) and srv.rooms.cluster
@@ -216,5 +223,5 @@ async def test_an_owner_with_no_url_is_no_redirect_to_nowhere(tmp_path: Path) ->
         hello = {"t": "hello", "proto": 1, "token": made["result"]["gm_token"], "room": "r1"}
         frame, code = await hello_refused(srv.url, hello)
         assert frame is not None and frame["t"] == "error", frame
-        assert frame["code"] == "internal" and "moving to another node" in frame["message"]
-        assert code == CLOSE_SERVICE_RESTART
+        assert frame["code"] == "internal" and "retry" in frame["message"]
+        assert code == CLOSE_INTERNAL

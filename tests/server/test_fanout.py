@@ -90,6 +90,38 @@ def test_a_room_with_no_subscriber_encodes_nothing() -> None:
     assert codec.calls == 0 and sink.got == [] and bus.subscribers("r1") == 0
 
 
+class FailingView:
+    """A view whose rendering fails for one viewer (a bug, a bad state)."""
+
+    def key(self, viewer: Any) -> Any:
+        return viewer
+
+    def render(self, viewer: Any) -> dict[str, Any]:
+        if viewer == "broken":
+            raise ValueError("cannot render")
+        return {**patch(1), "for": viewer}
+
+
+def test_a_render_error_for_one_viewer_skips_no_other_sink() -> None:
+    codec = CODECS[JSON]
+    bus = LocalBus()
+    sinks = [RecordingSink(codec) for _ in range(3)]
+    for sink, viewer in zip(sinks, ("a", "broken", "b"), strict=True):
+        sink.viewer = viewer  # type: ignore[attr-defined]
+        bus.subscribe("r1", sink)
+
+    def deliver(sink: Any) -> Any:
+        return lambda message: sink.got.append(
+            message.data(sink.codec, message.key(sink.viewer), sink.viewer)
+        )
+
+    for sink in sinks:
+        sink.deliver = deliver(sink)  # type: ignore[method-assign]
+    bus.publish("r1", patch(1), FailingView())
+    assert [len(s.got) for s in sinks] == [1, 0, 1]  # the sink after the failure got its frame
+    assert CODECS[JSON].decode(sinks[2].got[0].decode())["for"] == "b"
+
+
 # --- outboxes over real loopback connections --------------------------------
 
 

@@ -72,9 +72,8 @@ async def test_since_after_a_restart(tmp_path, in_memory) -> None:
     """After a restart, the recent patches are back in memory (read from the
     log at load) and `since` gets them; a gap older than what memory holds
     gets the state in one read, never a replay of the log row by row. A
-    player or observer resuming over patches loaded from the log gets a
-    snapshot of their view (whether each patch was the same for every
-    viewer is known only for patches made since the start)."""
+    player or observer resuming over patches loaded from the log gets them
+    too, as their views (stored with each version)."""
     data = tmp_path / "data"
     async with running_server(data, recent_patches_in_memory=in_memory) as srv:
         t = await create_table(srv.url)
@@ -99,7 +98,12 @@ async def test_since_after_a_restart(tmp_path, in_memory) -> None:
             assert reply["t"] == "snapshot" and reply["v"] == last
             assert reply["state"] == expected
         obs = await t.connect("obs", since=obs_v, base=obs_held)
-        assert "patches" not in obs.welcome and obs.state == obs.seen(expected)
+        assert obs.state == obs.seen(expected)
+        if in_memory >= last - obs_v:
+            assert [p["v"] for p in obs.welcome["patches"]] == list(range(obs_v + 1, last + 1))
+            assert any(p["events"] for p in obs.welcome["patches"])
+        else:
+            assert "patches" not in obs.welcome
         await back.close()
         await obs.close()
 

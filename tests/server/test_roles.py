@@ -25,6 +25,7 @@ ROLE_TABLE: list[tuple[str, Any, str]] = [
     ("combat_start", lambda t: {"order": [t.chars["c_p1"], t.chars["c_p2"]]}, "G"),
     ("combat_end", lambda t: {}, "G"),
     ("set_order", lambda t: {"order": [t.chars["c_p2"], t.chars["c_p1"]]}, "G"),
+    ("roll_initiative", lambda t: {"chars": [t.chars["c_p1"], t.chars["c_p2"]]}, "G"),
     ("advance_clock", lambda t: {"seconds": 60}, "G"),
     ("damage", lambda t: {"char": t.chars["c_p1"], "amount": 1}, "G"),
     ("heal", lambda t: {"char": t.chars["c_p1"], "amount": 1}, "G"),

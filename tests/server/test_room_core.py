@@ -11,9 +11,17 @@ import rules
 from rules.testing import SHEET
 from sync_server.core.auth import hash_token
 from sync_server.core.limits import Limits
-from sync_server.core.room import JoinRefused, StaticLog
-from sync_server.storage import UndoTarget
-from sync_server.testing.core import command, new_core
+from sync_server.core.room import (
+    Answer,
+    CloseUsers,
+    JoinRefused,
+    Lost,
+    Publish,
+    RememberToken,
+    StaticLog,
+)
+from sync_server.storage import RoomDeleted, UndoTarget, VersionConflict
+from sync_server.testing.core import command, commit, new_core, run_batch
 
 
 def _char(core, gm, name="Aline", **extra):
@@ -31,7 +39,7 @@ def test_an_accepted_command_makes_the_next_version() -> None:
         "t": "patch",
         "v": 1,
         "ops": [["set", ["name"], "Jeudi"]],
-        "events": [{"kind": "room", "name": "Jeudi", "round_seconds": 6}],
+        "events": [{"kind": "room", "name": "Jeudi", "round_seconds": 6, "skip_dead": True}],
         "by": gm.user,
         "id": "c-1",
     }
@@ -109,7 +117,7 @@ def test_effects_issue_tokens_without_storing_them() -> None:
     assert not d.record.undoable and d.closes == ()
     retry = core.evaluate(command(gm, "add_user", cmd_id="add", name="Paul", role="player"))
     assert retry.reply["result"]["token"] == "token-1"  # a retry within the batch
-    core.commit()
+    commit(core)  # the host keeps the minted token server-wide (RememberToken)
     retry = core.evaluate(command(gm, "add_user", cmd_id="add", name="Paul", role="player"))
     assert retry.reply["dup"] and retry.reply["result"]["token"] == "token-1"
 
@@ -225,3 +233,55 @@ def test_sync_answers_from_memory_or_with_a_snapshot_and_echoes_its_id() -> None
     }
     snap = core.sync_reply(0)  # older than memory holds: one snapshot, no replay
     assert snap["t"] == "snapshot" and snap["v"] == 3 and "id" not in snap
+
+
+# --- the batch as the host drives it: ordered outputs ---------------------------
+
+
+def test_a_stored_batch_says_what_to_send_in_order() -> None:
+    core, gm = new_core()
+    add = command(gm, "add_user", cmd_id="add", name="Paul", role="player")
+    outputs = run_batch(core, [add])
+    uid = outputs[2].frame["result"]["user"]
+    assert [type(o) for o in outputs] == [RememberToken, Publish, Answer]
+    assert outputs[0] == RememberToken((core.room_id, gm.user, "add"), "token-1")
+    assert outputs[2].index == 0 and outputs[2].frame["result"]["token"] == "token-1"
+    rotate = command(gm, "rotate_token", user=uid)
+    damage = command(gm, "update_room", name="Jeudi")
+    outputs = run_batch(core, [rotate, damage])
+    kinds = [type(o) for o in outputs]
+    assert kinds == [RememberToken, Publish, Answer, CloseUsers, Publish, Answer]
+    assert outputs[3] == CloseUsers((uid,))
+    assert [o.index for o in outputs if isinstance(o, Answer)] == [0, 1]
+
+
+def test_a_failed_batch_answers_everyone_internal_and_moves_nothing() -> None:
+    core, gm = new_core()
+    batch = core.begin([command(gm, "update_room", name=f"n{i}") for i in range(3)])
+    core.evaluate_batch(batch)
+    assert [r.v for r in batch.records] == [1, 2, 3] and batch.expected == 0
+    assert core.committed[1] == 0  # readers outside the queue: only what is stored
+    outputs = core.failed(batch, OSError("disk full"))
+    assert [type(o) for o in outputs] == [Answer, Answer, Answer]
+    assert all(o.frame["code"] == "internal" for o in outputs if isinstance(o, Answer))
+    assert core.v == 0 and core.committed[1] == 0
+
+
+def test_a_fenced_batch_says_the_room_is_lost() -> None:
+    core, gm = new_core()
+    batch = core.begin([command(gm, "update_room", name="x")])
+    core.evaluate_batch(batch)
+    lost = core.failed(batch, VersionConflict("head moved"))[-1]
+    assert isinstance(lost, Lost) and lost.code == 1012
+    batch = core.begin([command(gm, "update_room", name="y")])
+    core.evaluate_batch(batch)
+    deleted = core.failed(batch, RoomDeleted("gone"))[-1]
+    assert isinstance(deleted, Lost) and deleted.code == 4404
+
+
+def test_an_undo_goes_alone_and_reads_the_log() -> None:
+    core, _gm = new_core()
+    assert core.batch_size(["damage", "heal", "undo", "heal"], 128) == 2
+    assert core.batch_size(["undo", "heal"], 128) == 1
+    assert core.batch_size(["heal"] * 10, 4) == 4
+    assert core.begin([command(_gm, "undo")]).reads_log

@@ -23,6 +23,7 @@ from sync_server.storage import (
     RoomExists,
     Storage,
     StorageError,
+    TokenInUse,
     VersionConflict,
     VersionRecord,
     replay,
@@ -339,7 +340,7 @@ async def test_import_refuses_a_token_hash_of_another_room(store: Storage) -> No
     await _undo_room(store)
     dump = await store.export_room("r1")
     moved = attrs.evolve(dump, room="r9")
-    with pytest.raises(StorageError, match="already used"):
+    with pytest.raises(TokenInUse, match="already used"):
         await store.import_room(moved, AdminRecord("imp", "import_room", {}, {}, 0))
     assert await store.room_ids() == {"r1"} and await store.admin_result("imp") is None
     assert await store.export_room("nope") is None

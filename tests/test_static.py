@@ -1,0 +1,49 @@
+"""The static checks, in the one test command: ruff (lint and format), mypy
+(pyproject's [tool.mypy]: default settings on the product, strict on the pure
+cores) and, for the browser client and the page, `tsc --checkJs` and eslint
+(package.json at the top, installed by scripts/install-test-deps with
+`npm ci`). Each fails with the checker's own report."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_BIN = ROOT / "node_modules" / ".bin"
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_lint_and_format() -> None:
+    ruff = shutil.which("ruff")
+    assert ruff, "ruff is not installed: run scripts/install-test-deps"
+    lint = run(ruff, "check", ".")
+    assert lint.returncode == 0, lint.stdout[-6000:]
+    fmt = run(ruff, "format", "--check", ".")
+    assert fmt.returncode == 0, fmt.stdout[-6000:]
+
+
+def test_mypy_finds_no_error() -> None:
+    checked = run(sys.executable, "-m", "mypy")
+    assert checked.returncode == 0, checked.stdout[-8000:] + checked.stderr[-2000:]
+
+
+def node_tool(name: str) -> str:
+    tool = NODE_BIN / name
+    assert tool.exists(), f"{tool} is missing: run scripts/install-test-deps (npm ci)"
+    return str(tool)
+
+
+def test_the_browser_client_type_checks() -> None:
+    checked = run(node_tool("tsc"), "-p", "tsconfig.json")
+    assert checked.returncode == 0, checked.stdout[-8000:]
+
+
+def test_the_browser_client_lints() -> None:
+    linted = run(node_tool("eslint"), "client_stub/web")
+    assert linted.returncode == 0, linted.stdout[-8000:]
