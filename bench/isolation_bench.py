@@ -1,15 +1,23 @@
 """Neighbour isolation: does what one room's players do, within their
 limits, slow another room down?
 
-    python -m bench.isolation_bench [--seconds 4] [--runs 3]
+    python -m bench.isolation_bench [--seconds 4] [--runs 3] [--load sync|classes|both]
 
 One server (a child process, durable acks). Room A: its GM sends commands in
-a closed loop; we measure their latency (send to ack). Room B: a long log
-(1,200 versions), and one player with 16 connections, each asking for the
-last 999 patches (`sync`) 20 times a second and reconnecting with `since` in
-a loop: the load that stalled a neighbour before per-user, cost-weighted
-limits. Printed: room A's p50 and p99 with room B quiet and under that load,
-and their ratios (1.0x: no effect). Loopback only, bounded in time.
+a closed loop; we measure their latency (send to ack). Room B, two loads:
+
+- `sync`: a long log (1,200 versions), and one player with 16 connections,
+  each asking for the last 999 patches (`sync`) 20 times a second and
+  reconnecting with `since` in a loop: the load that stalled a neighbour
+  before per-user, cost-weighted limits.
+- `classes` (issue 19): 98 players, each owning a `status` patient (stable:
+  hourly checks), so 98 views of their own, all 99 connected; the GM
+  advances the clock by a century (every patient's eight checks) and undoes
+  it, in a loop: each patch concerns every view, the load that took another
+  room's p90 to 357 ms before the cap of views per patch.
+
+Printed: room A's p50 and p99 with room B quiet and under each load, and
+their ratios (1.0x: no effect). Loopback only, bounded in time.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct, start
 from sync_server.wire import protocol
 
 B_VERSIONS = 1200
+CLASS_PLAYERS = 98  # each owns a status patient: a view of their own
+CENTURY = 100 * 365 * 24 * 3600
 ATTACK_SOCKETS = 16
 ATTACK_RATE = 20.0  # syncs per second per socket
 
@@ -94,20 +104,75 @@ async def attacker(url: str, token: str, stop: float) -> None:
                 await ws.close()
 
 
-async def measure(url: str, tokens: dict[str, str], seconds: float, attack: bool) -> list[float]:
+async def setup_classes(url: str) -> dict[str, str]:
+    """Room C: CLASS_PLAYERS players, each owning a stable `status` patient."""
+    ws, _ = await hello(url, ADMIN_TOKEN, None)
+    admin = Peer(ws, {}, mirror=False)
+    reader = asyncio.create_task(admin.read())
+    ack = await admin.command("mk-c", "create_room", {"room": "c", "name": "c"})
+    reader.cancel()
+    await ws.close()
+    gws = await connect(url, subprotocols=[Subprotocol(protocol.MSGPACK)], max_size=None)
+    await gws.send(msgpack.packb(protocol.hello(ack["result"]["gm_token"], "c")))
+    gm = Peer(gws, msgpack.unpackb(await gws.recv()), mirror=False)
+    t = asyncio.create_task(gm.read())
+    tokens = {"c_gm": ack["result"]["gm_token"]}
+    for i in range(CLASS_PLAYERS):
+        p = await gm.command(f"c-u{i}", "add_user", {"name": f"P{i}", "role": "player"})
+        tokens[f"c_p{i}"] = p["result"]["token"]
+        sheet = {**SHEET, "name": f"Pat{i}", "owner": p["result"]["user"], "shown": "status"}
+        c = (await gm.command(f"c-c{i}", "add_character", sheet))["result"]["char"]
+        await gm.command(f"c-d{i}", "damage", {"char": c, "amount": 1000})
+        await gm.command(f"c-s{i}", "heal", {"char": c, "amount": 0, "stabilize": True})
+    t.cancel()
+    await gws.close()
+    return tokens
+
+
+async def classes_load(url: str, tokens: dict[str, str], stop: float) -> None:
+    """Room C's players read; its GM advances a century and undoes it."""
+    readers = []
+    for i in range(CLASS_PLAYERS):
+        ws = await connect(url, subprotocols=[Subprotocol(protocol.MSGPACK)], max_size=None)
+        await ws.send(msgpack.packb(protocol.hello(tokens[f"c_p{i}"], "c")))
+        await ws.recv()
+        readers.append((ws, asyncio.create_task(drain(ws))))
+    gws = await connect(url, subprotocols=[Subprotocol(protocol.MSGPACK)], max_size=None)
+    await gws.send(msgpack.packb(protocol.hello(tokens["c_gm"], "c")))
+    gm = Peer(gws, msgpack.unpackb(await gws.recv()), mirror=False)
+    t = asyncio.create_task(gm.read())
+    n = 0
+    try:
+        while time.perf_counter() < stop:
+            n += 1
+            await gm.command(f"cent-{n}", "advance_clock", {"seconds": CENTURY})
+            await gm.command(f"undo-{n}", "undo", {})
+    finally:
+        t.cancel()
+        await gws.close()
+        for ws, task in readers:
+            task.cancel()
+            with contextlib.suppress(Exception):
+                await ws.close()
+
+
+async def measure(
+    url: str, tokens: dict[str, str], seconds: float, attack: bool | str
+) -> list[float]:
     ws, welcome = await hello(url, tokens["a_gm"], "a")
     gm = Peer(ws, welcome, mirror=False)
     reader = asyncio.create_task(gm.read())
     stop = time.perf_counter() + seconds
-    attackers = (
-        [
+    if attack == "classes":
+        attackers = [asyncio.create_task(classes_load(url, tokens, stop))]
+    elif attack:
+        attackers = [
             asyncio.create_task(attacker(url, tokens["b_player"], stop))
             for _ in range(ATTACK_SOCKETS)
         ]
-        if attack
-        else []
-    )
-    await asyncio.sleep(0.5 if attack else 0)  # the load is on
+    else:
+        attackers = []
+    await asyncio.sleep({"classes": 2.0, False: 0}.get(attack, 0.5))  # the load is on
     latencies = []
     n = 0
     while time.perf_counter() < stop:
@@ -123,7 +188,7 @@ async def measure(url: str, tokens: dict[str, str], seconds: float, attack: bool
     return latencies
 
 
-def one_run(seconds: float) -> dict[str, float]:
+def one_run(seconds: float, loads: tuple[str, ...]) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
@@ -133,14 +198,15 @@ def one_run(seconds: float) -> dict[str, float]:
 
             async def run() -> dict[str, float]:
                 tokens = await setup(url)
+                if "classes" in loads:
+                    tokens |= await setup_classes(url)
                 quiet = await measure(url, tokens, seconds, attack=False)
-                loud = await measure(url, tokens, seconds, attack=True)
-                return {
-                    "quiet_p50": pct(quiet, 0.5) * 1e3,
-                    "quiet_p99": pct(quiet, 0.99) * 1e3,
-                    "loud_p50": pct(loud, 0.5) * 1e3,
-                    "loud_p99": pct(loud, 0.99) * 1e3,
-                }
+                out = {"quiet_p50": pct(quiet, 0.5) * 1e3, "quiet_p99": pct(quiet, 0.99) * 1e3}
+                for load in loads:
+                    loud = await measure(url, tokens, seconds, attack=load)
+                    out[f"{load}_p50"] = pct(loud, 0.5) * 1e3
+                    out[f"{load}_p99"] = pct(loud, 0.99) * 1e3
+                return out
 
             return asyncio.run(run())
         finally:
@@ -152,17 +218,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--load", choices=("sync", "classes", "both"), default="both")
     ns = ap.parse_args()
-    runs = [one_run(min(ns.seconds, 30.0)) for _ in range(min(ns.runs, 10))]
+    loads = ("sync", "classes") if ns.load == "both" else (ns.load,)
+    runs = [one_run(min(ns.seconds, 30.0), loads) for _ in range(min(ns.runs, 10))]
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-    print(
-        "room A's command latency, room B quiet vs under a player's sync flood,"
-        f" median of {len(runs)}:"
-    )
-    print(f"{'':12}{'quiet':>10}{'loud':>10}{'ratio':>10}")
+    print(f"room A's command latency, another room quiet vs under load, median of {len(runs)}:")
+    print("  sync: a player's sync flood; classes: 98 views, a century advance and its undo")
+    print(f"{'':12}{'quiet':>10}" + "".join(f"{load:>10}{'ratio':>8}" for load in loads))
     for q in ("p50", "p99"):
-        a, b = med[f"quiet_{q}"], med[f"loud_{q}"]
-        print(f"{q + ' ms':12}{a:10.2f}{b:10.2f}{b / a:9.2f}x")
+        a = med[f"quiet_{q}"]
+        cells = "".join(
+            f"{med[f'{load}_{q}']:10.2f}{med[f'{load}_{q}'] / a:7.2f}x" for load in loads
+        )
+        print(f"{q + ' ms':12}{a:10.2f}" + cells)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import msgpack
@@ -45,10 +46,13 @@ SHEET = {
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int | Sequence[int]) -> float:
+    """utime + stime of a process (or the sum of several: workers)."""
+    if not isinstance(pid, int):
+        return sum(cpu_seconds(p) for p in pid)
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def start(
@@ -117,10 +121,19 @@ class Peer:
 
 
 async def hello(url: str, token: str, room: str | None) -> tuple[ClientConnection, dict]:
-    ws = await connect(url, subprotocols=[Subprotocol(MSGPACK)], compression=None, max_size=2**20)
-    handshake = frames.Handshake(token, room)
-    await ws.send(msgpack.packb(handshake.hello()))
-    welcome = msgpack.unpackb(await ws.recv())
+    """Hello and welcome, following redirects as the clients do (workers,
+    cluster nodes: the room is served by another process)."""
+    for _ in range(protocol.MAX_REDIRECTS + 1):
+        ws = await connect(
+            url, subprotocols=[Subprotocol(MSGPACK)], compression=None, max_size=2**20
+        )
+        handshake = frames.Handshake(token, room)
+        await ws.send(msgpack.packb(handshake.hello()))
+        welcome = msgpack.unpackb(await ws.recv())
+        if welcome.get("t") != "redirect":
+            break
+        await ws.close()
+        url = welcome["url"]
     if not isinstance(handshake.receive(welcome), frames.Welcome):
         raise RuntimeError(f"no welcome: {welcome}")
     return ws, welcome
@@ -178,7 +191,7 @@ async def drive(
     room_tokens: list[list[tuple[str, str]]],
     seconds: float,
     relay: bool,
-    pid: int,
+    pid: int | Sequence[int],
 ) -> dict[str, Any]:
     """Connect every client, run every room's GM loop for `seconds`, and
     measure; the server's and this process's CPU are read around the loops

@@ -71,11 +71,36 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def page_link(ws_url: str, room: str, token: str) -> str:
+# Seconds to wait for the server's links.json (the public address for links).
+LINKS_TIMEOUT_SECONDS = 5.0
+
+
+def page_link(ws_url: str, room: str, token: str, page: str | None = None) -> str:
     """The tracker page's address for a room and token (token in the fragment,
-    which browsers never send to a server)."""
-    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    which browsers never send to a server): on `page` (the server's public
+    page address, `public_page`) when given, else on `ws_url`'s."""
+    base = page or ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
     return f"{base}#{urlencode({'room': room, 'token': token})}"
+
+
+def public_page(ws_url: str, context: ssl.SSLContext | None = None) -> str | None:
+    """The page address the server says links should use (`GET links.json`:
+    its --public-url), or None when it has none or cannot tell. So a link
+    made through ws://127.0.0.1 on the server's own machine names the
+    address players elsewhere reach."""
+    import urllib.request
+
+    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    if not base.endswith("/"):
+        base += "/"
+    try:
+        with urllib.request.urlopen(
+            base + "links.json", timeout=LINKS_TIMEOUT_SECONDS, context=context
+        ) as r:
+            page = json.loads(r.read()).get("page")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return page if isinstance(page, str) and page.startswith(("http://", "https://")) else None
 
 
 def parse_value(raw: str) -> Any:
@@ -149,6 +174,24 @@ def cli_example(op: str, args: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def unknown_args_message(op: str, names: list[str]) -> str | None:
+    """None if every argument name is one of `op`'s, else what to type."""
+    import difflib
+
+    known = list(_catalog().op_args(op))
+    bad = [n for n in names if n not in known]
+    if not bad:
+        return None
+    hints = []
+    for name in bad:
+        near = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {' or '.join(near)}?)" if near else ""))
+    return (
+        f"{op} has no argument {', '.join(hints)}; its arguments: "
+        f"{', '.join(known) or 'none'} (vtt-sync client cmd {op} --help)"
+    )
+
+
 def unknown_op_message(op: str) -> str:
     near = _catalog().suggest(op)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
@@ -187,7 +230,12 @@ def op_help(op: str) -> str:
 # --- arguments ----------------------------------------------------------------
 
 
-def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+def _connection_options(
+    parser: argparse.ArgumentParser,
+    *,
+    defaults: bool,
+    token_help: str = "your token: the one in your page link (env VTT_SYNC_TOKEN)",
+) -> None:
     """The connection options, accepted before and after the subcommand.
 
     The subcommands' copies default to SUPPRESS: argparse lets a subparser's
@@ -199,9 +247,12 @@ def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> N
         return value if defaults else argparse.SUPPRESS
 
     parser.add_argument(
-        "--url", default=d(None), help=f"server URL (env VTT_SYNC_URL; default {DEFAULT_URL})"
+        "--url",
+        default=d(None),
+        help=f"server URL (env VTT_SYNC_URL; default {DEFAULT_URL}); a page link "
+        "(https://host/#room=R&token=T) works too: its room and token are used",
     )
-    parser.add_argument("--token", default=d(None), help="user token (env VTT_SYNC_TOKEN)")
+    parser.add_argument("--token", default=d(None), help=token_help)
     parser.add_argument("--room", default=d(None), help="room id (env VTT_SYNC_ROOM)")
     parser.add_argument(
         "--proto", choices=("msgpack", "json"), default=d("msgpack"), help="default msgpack"
@@ -227,6 +278,13 @@ def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> N
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _connection_options(common, defaults=False)
+    admin_common = argparse.ArgumentParser(add_help=False)
+    _connection_options(
+        admin_common,
+        defaults=False,
+        token_help="the server's admin token (env VTT_SYNC_ADMIN_TOKEN; default: the file "
+        "admin_token in --data-dir), not a user's",
+    )
     parser = argparse.ArgumentParser(
         prog="vtt-sync client",
         description="Clients of a vtt-sync server.",
@@ -262,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--compact", action="store_true", help="one line of JSON")
     create = sub.add_parser(
         "create-room",
-        parents=[common],
+        parents=[admin_common],
         help="admin: create a room, print its GM's link",
         description=(
             "Create a room (admin) and print the link its GM opens. The admin token comes "
@@ -280,10 +338,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def link_parts(url: str) -> dict[str, str]:
+    """The room, token (and ws) of a page link's fragment (#room=R&token=T):
+    a link pasted as --url says which room and token to use."""
+    from urllib.parse import parse_qs
+
+    _, _, fragment = url.partition("#")
+    found = parse_qs(fragment)
+    return {k: v[0] for k, v in found.items() if k in ("room", "token", "ws") and v and v[0]}
+
+
 def _settings(ns: argparse.Namespace) -> tuple[str, str, str | None]:
     url = ns.url or os.environ.get("VTT_SYNC_URL") or DEFAULT_URL
-    token = ns.token or os.environ.get("VTT_SYNC_TOKEN")
-    room = ns.room or os.environ.get("VTT_SYNC_ROOM") or None
+    link = link_parts(url)
+    if "ws" in link:  # a link to a page served elsewhere: its server is `ws`
+        url = link["ws"]
+    token = ns.token or link.get("token") or os.environ.get("VTT_SYNC_TOKEN")
+    room = ns.room or link.get("room") or os.environ.get("VTT_SYNC_ROOM") or None
     if not token:
         raise UsageError("no token: pass --token or set VTT_SYNC_TOKEN")
     return normalize_url(url), token, room
@@ -457,7 +528,8 @@ async def _create_room(ns: argparse.Namespace) -> int:
     finally:
         await client.close()
     result = ack["result"]
-    link = page_link(url, result["room"], result["gm_token"])
+    page = await asyncio.to_thread(public_page, url, _tls(ns))
+    link = page_link(url, result["room"], result["gm_token"], page)
     if ns.json:
         _print_json({**result, "link": link})
         return EXIT_OK
@@ -468,6 +540,15 @@ async def _create_room(ns: argparse.Namespace) -> int:
     )
     print(link, flush=True)
     return EXIT_OK
+
+
+def _patch_events(view: Any, patch: dict[str, Any]) -> list[dict[str, Any]]:
+    """A patch's events for the feed, each with its version, completed from
+    the patch's ops (a status character's arrival reads "joins")."""
+    return [
+        {**view.text.complete(e, patch.get("ops")), "v": patch.get("v")}
+        for e in patch.get("events") or []
+    ]
 
 
 async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None) -> int:
@@ -486,7 +567,7 @@ async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None)
         try:
             await client.connect(timeout=ns.timeout)
             for patch in await client.history(ns.events):
-                view.events.extend({**e, "v": patch.get("v")} for e in patch.get("events") or [])
+                view.events.extend(_patch_events(view, patch))
             view.state, view.version = client.state, client.version
             view.user, view.role, view.status = client.user, client.role, "connected"
             console.print(view.render())
@@ -514,8 +595,9 @@ async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None)
             view.user, view.role = client.user, client.role
             refresh()
 
-        def on_event(event: dict[str, Any]) -> None:
-            view.events.append(event)
+        def on_patch(patch: dict[str, Any]) -> None:
+            view.names.update(client.state)
+            view.events.extend(_patch_events(view, patch))
 
         def on_status(status: str, detail: str) -> None:
             view.status, view.detail = status, detail
@@ -528,18 +610,14 @@ async def _watch(ns: argparse.Namespace, url: str, token: str, room: str | None)
             if status != "connected" or backfilled:
                 return
             backfilled = True  # the recent log, once, on arrival
-            older = [
-                {**e, "v": p.get("v")}
-                for p in await client.history(ns.events)
-                for e in p.get("events") or []
-            ]
+            older = [e for p in await client.history(ns.events) for e in _patch_events(view, p)]
             merged = older + list(view.events)
             view.events.clear()
             view.events.extend(merged)  # a bounded deque keeps the newest
             refresh()
 
         client.on_status(backfill)
-        client.on_event(on_event)  # events are added before the state refresh
+        client.on_patch(on_patch)  # events are added before the state refresh
         client.on_state(on_state)
         client.on_status(on_status)
         client.start()
@@ -574,6 +652,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise UsageError("cmd needs an op (vtt-sync client ops lists them)")
             if not known:
                 raise UsageError(unknown_op_message(ns.op))
+            wrong = unknown_args_message(ns.op, list(parse_pairs(ns.args)))
+            if wrong:
+                raise UsageError(wrong)
         if ns.action == "create-room":
             return asyncio.run(_create_room(ns))
         url, token, room = _settings(ns)

@@ -24,6 +24,7 @@ import json
 import logging
 import random
 import secrets
+import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -700,6 +701,10 @@ def _describe(exc: BaseException | None) -> str:
     if isinstance(exc, ConnectionClosed):
         code = exc.rcvd.code if exc.rcvd is not None else 1006
         return f"connection closed ({code})"
+    if isinstance(exc, ConnectionRefusedError):  # what to do, not an errno
+        return "connection refused: is `vtt-sync serve` running at that address?"
+    if isinstance(exc, socket.gaierror):
+        return "unknown host: check the address"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if str(exc) else text
 

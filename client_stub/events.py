@@ -103,6 +103,25 @@ class EventText:
         self.texts = texts
         self.history = history
 
+    def complete(self, event: dict[str, Any], ops: Iterable[Any] | None) -> dict[str, Any]:
+        """An event as complete as the patch's ops allow: a `character` event
+        stripped to kind and char (a character seen at the status level,
+        docs/views.md) gets the `change` its ops show (the character set
+        whole: added, with its name; deleted: removed), so a status NPC
+        "joins the table" for players. Other events come back as they are."""
+        cid = event.get("char")
+        if event.get("kind") != "character" or "change" in event or not isinstance(cid, str):
+            return event
+        for op in ops or ():
+            path = op[1] if len(op) > 1 else None
+            if not (isinstance(path, list) and path == ["characters", cid]):
+                continue
+            if op[0] == "set" and isinstance(op[2], dict):
+                return {**event, "change": "added", "name": op[2].get("name", self.names.char(cid))}
+            if op[0] == "del":
+                return {**event, "change": "removed", "name": self.names.char(cid)}
+        return event
+
     def sentence(self, event: dict[str, Any]) -> str:
         return "".join(text for text, _ in self.segments(event))
 

@@ -184,6 +184,8 @@ class WatchView:
             notes.append("nonlethal")
         if c.get("healer"):
             notes.append(f"tended by {_name(state, c['healer'])}")
+        elif c.get("tended"):  # a healer this viewer cannot see (views)
+            notes.append("tended by someone you cannot see")
         return notes
 
     def render(self) -> Group:

@@ -514,6 +514,21 @@ OPS: dict[str, OpDoc] = {
         args={"room": Arg(ROOM_ID)},
         role="A",
     ),
+    "reissue_gm_link": OpDoc(
+        "a new link for a room's GM who lost theirs (admin session)",
+        "The GM's token is rotated as `rotate_token` does (in the room's log): the ack "
+        "carries the new one, the old link stops working and the GM's sessions close with "
+        "4403. Every other user keeps their link. `vtt-sync admin gm-link ROOM` prints the "
+        "link; the admin page has a button for it.",
+        {"room": "the room's id", "user": "which GM (default: the room's first GM)"},
+        {"room": "thursday"},
+        (),
+        (("not_found", "no room with this id, or no such GM in it"),),
+        result='{"room": "thursday", "user": "u1", "gm_token": "..."}',
+        undoable=False,
+        args={"room": Arg(ROOM_ID), "user": optional(UPLOAD_ID)},
+        role="A",
+    ),
     "import_room": OpDoc(
         "import a room file, in parts (admin session)",
         "A room exported by `vtt-sync admin export` (or another server) is created as it "
@@ -521,7 +536,8 @@ OPS: dict[str, OpDoc] = {
         "The file travels in parts of at most 30,000 characters, in order, under one "
         "`upload` id; the last part's ack says the room is stored. Without token hashes in "
         "the file, every user gets a new token (in the last ack, once). With `replace`, an "
-        "existing room is replaced at once and its connections reconnect (1012). "
+        "existing room is replaced at once and its connections close (1012); without token "
+        "hashes in the file their old tokens are refused (4401): each user needs their new link. "
         "`vtt-sync admin import FILE` does all this.",
         {
             "room": "the room's id (as in the file)",
@@ -717,7 +733,7 @@ EVENTS: dict[str, EventDoc] = {
         {
             "user": "the user's id",
             "change": "added, removed or token_rotated",
-            "name": "added: their name",
+            "name": "added, removed: their name (a removed user's is known by none after)",
             "role": "added: gm, player or observer",
         },
         {
@@ -802,6 +818,44 @@ def op_role(name: str) -> str:
     if role not in ROLE_TEXT:
         raise KeyError(f"{name}: role {role!r} has no description in rules/catalog.py")
     return role
+
+
+# PROTOCOL.md's order of refusal codes (the server's wire/protocol.py holds
+# the same tuple; tests/server/test_apidoc.py compares).
+ERROR_ORDER = (
+    "rate_limited", "bad_frame", "unknown_op", "invalid_args", "not_found", "forbidden",
+    "conflict", "rule", "internal",
+)  # fmt: skip
+
+
+def op_errors(name: str) -> list[tuple[str, str]]:
+    """Every refusal of an op, (code, when), in the order they are checked:
+    those the op table implies, then the catalog's own."""
+    spec = TABLE.get(name)
+    args = op_args(name)
+    role = op_role(name)
+    out: list[tuple[str, str]] = []
+    if args:
+        out.append(("invalid_args", "an argument is missing, unknown, mistyped or out of range"))
+    else:
+        out.append(("invalid_args", "any argument is given"))
+    if spec is not None and spec.chars:
+        names = ", ".join(f"`{c}`" for c in spec.chars)
+        out.append(("not_found", f"{names} names no character of the room"))
+    if spec is not None and spec.users:
+        names = ", ".join(f"`{u.split('.')[-1]}`" for u in spec.users)
+        out.append(("not_found", f"{names} names no user of the room"))
+    if role == "A":
+        out.append(("forbidden", "sent in a room session"))
+    else:
+        who = ROLE_TEXT[role]
+        out.append(
+            ("forbidden", f"the sender is not {who} (an observer or admin session never is)")
+        )
+    if spec is not None and spec.chars and not spec.on_dead:
+        out.append(("rule", "a character it names is dead (D6)"))
+    out.extend(OPS[name].errors)
+    return sorted(out, key=lambda e: ERROR_ORDER.index(e[0]))
 
 
 def describe_arg(arg: Arg) -> tuple[str, str]:

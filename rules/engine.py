@@ -284,7 +284,9 @@ def _stop_rest(ctx: Ctx, a: dict[str, Any]) -> None:
 
 USER_OPS = frozenset(op for op, spec in OPS.items() if not spec.undoable)  # users and tokens
 LOG_OPS = frozenset({"undo"})  # the room core walks the log; `revert` decides what it restores
-ADMIN_OPS = frozenset({"create_room", "delete_room", "import_room"})  # server-wide
+ADMIN_OPS = frozenset(
+    {"create_room", "delete_room", "import_room", "reissue_gm_link"}
+)  # server-wide
 
 
 def _authorize(room: Room, spec: OpSpec, a: dict[str, Any], actor: Actor, op: str) -> None:

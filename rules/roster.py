@@ -141,7 +141,7 @@ def remove_user(ctx: Ctx, uid: str) -> None:
             ctx.edit(c.id).owner = None
     ctx.result["user"] = uid
     ctx.effects += [RevokeToken(uid), EndSessions(uid)]
-    ctx.emit("user", user=uid, change="removed")
+    ctx.emit("user", user=uid, change="removed", name=user.name)
 
 
 def rotate_token(ctx: Ctx, uid: str) -> None:

@@ -29,7 +29,9 @@ from `characters`, from the `combat.order` shown (whose `turn` is then an
 index into that shorter order, or None while a hidden character acts), from
 the events, and from other characters' `healer`. `queued_rolls` (the GM's
 pre-rolled dice), the room's id counter `next_seq` (which would count
-hidden characters) and the initiative totals are the GM's only.
+hidden characters) and the initiative totals are the GM's only. A character
+seen in full whose healer is hidden shows `healer: null` and `tended: true`:
+someone tends it, unseen.
 
 Pure: no input is ever mutated; a view shares the unchanged parts (a full
 character's dict, the users map) with the state, so diffing two views costs
@@ -70,6 +72,14 @@ STATUS_EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "condition": ("kind", "char", "from", "to", "cause"),
 }
 STATUS_EVENT_DEFAULT = ("kind", "char")
+# The fields of a `combat` event that list character ids (combat_start's and
+# set_order's `order`, set_order's `joined` and `left`): hidden ids leave them.
+COMBAT_ID_LISTS = ("order", "joined", "left")
+
+# A field only views have: on a character seen in full whose healer is hidden
+# from the viewer (its `healer` then shows null): "someone you cannot see
+# tends it".
+TENDED_UNSEEN = "tended"
 
 VIEWER_ROLES = ("gm", "admin", "player", "observer")
 ALL_SEEING = frozenset({"gm", "admin"})
@@ -128,13 +138,14 @@ class _Levels:
     """One viewer's levels of one state's characters, computed on demand
     (a patch needs only the few it touches); HIDDEN for an unknown id."""
 
-    __slots__ = ("chars", "memo", "users", "viewer")
+    __slots__ = ("chars", "memo", "status", "users", "viewer")
 
-    def __init__(self, state: dict[str, Any], viewer: Viewer) -> None:
+    def __init__(self, state: dict[str, Any], viewer: Viewer, status: Memo | None = None) -> None:
         self.chars: dict[str, Any] = state.get("characters") or {}
         self.users: dict[str, Any] = state.get("users") or {}
         self.viewer = viewer
         self.memo: dict[str, str] = {}
+        self.status = status  # status views to share (new_memo), or None
 
     def get(self, cid: Any) -> str:
         level = self.memo.get(cid)
@@ -145,9 +156,28 @@ class _Levels:
         return level
 
 
-def _status(char: dict[str, Any]) -> dict[str, Any]:
+# A memo of status views (`Memo`): character dict id -> (that dict, its view).
+Memo = dict[int, tuple[dict[str, Any], dict[str, Any]]]
+
+
+def new_memo() -> Memo:
+    """A memo for `view_state`/`view_patch` calls over states that do not
+    change while it lives (the server's: a change makes new dicts). One
+    status dict then serves every view of a character, and diffing two
+    views skips an unchanged one by identity. A client's mirror, changed in
+    place, must not use one."""
+    return {}
+
+
+def _status(char: dict[str, Any], memo: Memo | None = None) -> dict[str, Any]:
+    if memo is not None:
+        cached = memo.get(id(char))
+        if cached is not None and cached[0] is char:
+            return cached[1]
     out = {k: char[k] for k in STATUS_FIELDS if k in char}
     out["shown"] = STATUS  # also for an old state without the field
+    if memo is not None:
+        memo[id(char)] = (char, out)
     return out
 
 
@@ -156,10 +186,12 @@ def _view_char(c: dict[str, Any], level: str, levels: _Levels) -> dict[str, Any]
     if level == FULL:
         healer = c.get("healer")
         if healer is not None and levels.get(healer) == HIDDEN:
-            return {**c, "healer": None}  # who tends you, unseen
+            # That someone tends it is known (its Constitution rolls carry the
+            # bonus, `tend` is refused); who, is not (docs/views.md).
+            return {**c, "healer": None, TENDED_UNSEEN: True}
         return c
     if level == STATUS:
-        return _status(c)
+        return _status(c, levels.status)
     return None
 
 
@@ -207,13 +239,13 @@ def _view(
     return out
 
 
-def view_state(state: dict[str, Any], viewer: Viewer) -> dict[str, Any]:
+def view_state(state: dict[str, Any], viewer: Viewer, memo: Memo | None = None) -> dict[str, Any]:
     """The state as `viewer` may see it. The GM and admin get `state` itself
     (no copy); anyone else a new dict sharing every unchanged part with
-    `state`, which is never mutated."""
+    `state`, which is never mutated (`memo`: see `new_memo`)."""
     if viewer.sees_all:
         return state
-    return _view(state, _Levels(state, viewer))
+    return _view(state, _Levels(state, viewer, memo))
 
 
 def _event_levels(
@@ -265,10 +297,15 @@ def view_events(
                 seen = _view_combat(after["combat"], _Levels(after, viewer))
                 if seen is not after["combat"]:
                     e = {**e, "turn": seen["turn"]}
-        elif kind == "combat" and e.get("order"):
-            order = e["order"]
-            if any(level(cid) == HIDDEN for cid in order):
-                e = {**e, "order": [cid for cid in order if level(cid) != HIDDEN]}
+        elif kind == "combat":
+            # `order`, and set_order's `joined` and `left`: ids only.
+            lists = {
+                k: e[k]
+                for k in COMBAT_ID_LISTS
+                if isinstance(e.get(k), list) and any(level(cid) == HIDDEN for cid in e[k])
+            }
+            if lists:
+                e = {**e, **{k: [c for c in ids if level(c) != HIDDEN] for k, ids in lists.items()}}
         out.append(e)
     return out
 
@@ -279,6 +316,7 @@ def view_patch(
     ops: list[Op],
     events: list[dict[str, Any]],
     viewer: Viewer,
+    memo: Memo | None = None,
 ) -> tuple[list[Op], list[dict[str, Any]]]:
     """`viewer`'s (ops, events) for the patch `ops`/`events` that turned the
     state `before` into `after`: the ops of diffing their two views, and
@@ -287,11 +325,15 @@ def view_patch(
     the frame still carries its version."""
     if viewer.sees_all or not restricted(ops, events, before, after):
         return ops, events
-    return view_ops(before, after, ops, viewer), view_events(events, before, after, viewer)
+    return view_ops(before, after, ops, viewer, memo), view_events(events, before, after, viewer)
 
 
 def view_ops(
-    before: dict[str, Any], after: dict[str, Any], ops: list[Op], viewer: Viewer
+    before: dict[str, Any],
+    after: dict[str, Any],
+    ops: list[Op],
+    viewer: Viewer,
+    memo: Memo | None = None,
 ) -> list[Op]:
     """`diff(view_state(before), view_state(after))`, in time that follows
     the patch rather than the table: only what `ops` touch can look
@@ -306,10 +348,10 @@ def view_ops(
         if path[0] != "characters":
             keys.add(path[0])
         elif len(path) < 2:
-            return diff(view_state(before, viewer), view_state(after, viewer))
+            return diff(view_state(before, viewer, memo), view_state(after, viewer, memo))
         else:
             cids.add(path[1])
-    b, a = _Levels(before, viewer), _Levels(after, viewer)
+    b, a = _Levels(before, viewer, memo), _Levels(after, viewer, memo)
     moved = {cid for cid in cids if b.get(cid) != a.get(cid)}
     if moved:
         for chars in (b.chars, a.chars):
@@ -382,7 +424,9 @@ def restricted(
             if order_hides:
                 return True
             if kind == "combat" and any(
-                _hidden_somewhere(cid, before, after) for cid in e.get("order") or ()
+                _hidden_somewhere(cid, before, after)
+                for key in COMBAT_ID_LISTS
+                for cid in e.get(key) or ()
             ):
                 return True
     return False
@@ -445,3 +489,120 @@ def patch_class(before: dict[str, Any], after: dict[str, Any], viewer: Viewer) -
     the patch `before` -> `after` (equal views of both states)."""
     b, a = view_class(before, viewer), view_class(after, viewer)
     return b if b == a else (b, a)
+
+
+class PatchClasses:
+    """`patch_class`, made exact for one patch: a player with a view of
+    their own (owning a character that is not `full`) whom this patch does
+    not concern gets the public view's patch, so shares its class.
+
+    A room where every player owns a `status` patient has one view class
+    per player; without this, every restricted patch (a hit on a status NPC)
+    was rendered and encoded once per player, all but a few identical. What
+    the patch concerns is gathered once (the characters its ops touch and
+    their healers, the characters its events name, the combat order when it
+    touches the combat); each viewer then costs a set intersection with the
+    characters that viewer sees differently from the public (their own that
+    are not `full`)."""
+
+    __slots__ = ("_concerned", "_order", "_private", "after", "before")
+
+    def __init__(
+        self,
+        before: dict[str, Any],
+        after: dict[str, Any],
+        ops: list[Op],
+        events: list[dict[str, Any]],
+    ) -> None:
+        self.before, self.after = before, after
+        self._private: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
+        touched: set[Any] = set()
+        whole_map = False
+        combat = False
+        for op in ops:
+            path = op[1]
+            if path[0] == "characters":
+                if len(path) < 2:
+                    whole_map = True  # the whole map: everyone's own
+                    break
+                cid = path[1]
+                touched.add(cid)
+                for st in (before, after):
+                    c = (st.get("characters") or {}).get(cid)
+                    if c is not None and c.get("healer") is not None:
+                        touched.add(c["healer"])
+            elif path[0] == "combat":
+                combat = True
+        concerned: set[Any] | None = None if whole_map else touched
+        if concerned is not None:
+            for e in events:
+                for key in CHAR_KEYS:
+                    if e.get(key) is not None:
+                        concerned.add(e[key])
+                kind = e.get("kind")
+                if kind == "combat" or kind == "turn":
+                    combat = True
+                    for key in COMBAT_ID_LISTS:
+                        if isinstance(e.get(key), list):
+                            concerned.update(e[key])
+        if concerned:
+            # A character whose healer is touched shows it (or not) too.
+            touched = set(concerned)
+            for st in (before, after):
+                for cid, c in (st.get("characters") or {}).items():
+                    if c.get("healer") in touched:
+                        concerned.add(cid)
+        self._concerned = concerned
+        if not combat:
+            # A touched character in the combat order changes how viewers
+            # see the order too (revealed or hidden there): as if the patch
+            # touched the combat.
+            for st in (before, after):
+                fight = st.get("combat")
+                if fight is not None and (
+                    concerned is None or not concerned.isdisjoint(fight.get("order") or ())
+                ):
+                    combat = True
+        order: set[Any] = set()
+        if combat:
+            for st in (before, after):
+                if st.get("combat") is not None:
+                    order.update(st["combat"].get("order") or ())
+        self._order = order
+
+    def _own_private(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """Owner -> their characters that are not `full`, in `before` and in
+        `after` (one pass over each state, whatever the number of viewers)."""
+        if self._private is None:
+            maps: list[dict[str, set[str]]] = []
+            for st in (self.before, self.after):
+                found: dict[str, set[str]] = {}
+                users = st.get("users") or {}
+                for cid, c in (st.get("characters") or {}).items():
+                    owner = c.get("owner")
+                    if owner is not None and shown_of(c, users) != FULL:
+                        found.setdefault(owner, set()).add(cid)
+                maps.append(found)
+            self._private = (maps[0], maps[1])
+        return self._private
+
+    def key(self, viewer: Viewer) -> Any:
+        """`patch_class(before, after, viewer)` (computed from one pass over
+        the states, not one per viewer), or CLASS_PUBLIC for a player whose
+        own characters this patch does not concern: equal keys, equal
+        `view_patch`es."""
+        if viewer.sees_all:
+            return CLASS_ALL
+        user = viewer.user
+        if viewer.role != "player" or user is None:
+            return CLASS_PUBLIC
+        in_b, in_a = self._own_private()
+        b = ("player", user) if user in in_b else CLASS_PUBLIC
+        a = ("player", user) if user in in_a else CLASS_PUBLIC
+        cls = b if b == a else (b, a)
+        if cls == CLASS_PUBLIC or self._concerned is None:
+            return cls
+        own = in_b.get(user, set()) | in_a.get(user, set())
+        if own.isdisjoint(self._concerned) and own.isdisjoint(self._order):
+            return CLASS_PUBLIC
+        return cls

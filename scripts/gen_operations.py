@@ -27,22 +27,15 @@ from rules.catalog import (
     OPS,
     ROLE_SHORT,
     ROLE_TEXT,
-    OpDoc,
     all_ops,
     describe_arg,
     op_args,
+    op_errors,
     op_role,
 )
-from rules.engine import ADMIN_OPS, LOG_OPS, USER_OPS, OpSpec
-from rules.engine import OPS as TABLE
+from rules.engine import ADMIN_OPS, LOG_OPS, USER_OPS
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
-
-# PROTOCOL.md's order of refusal codes.
-ERROR_ORDER = [
-    "rate_limited", "bad_frame", "unknown_op", "invalid_args", "not_found", "forbidden",
-    "conflict", "rule", "internal",
-]  # fmt: skip
 
 HEADER = """\
 # Operations and events
@@ -83,35 +76,6 @@ def _value(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
-def _errors(name: str, doc: OpDoc) -> list[tuple[str, str]]:
-    """The refusals the table implies, then the catalog's own."""
-    spec: OpSpec | None = TABLE.get(name)
-    args = op_args(name)
-    role = op_role(name)
-    out: list[tuple[str, str]] = []
-    if args:
-        out.append(("invalid_args", "an argument is missing, unknown, mistyped or out of range"))
-    else:
-        out.append(("invalid_args", "any argument is given"))
-    if spec is not None and spec.chars:
-        names = ", ".join(f"`{c}`" for c in spec.chars)
-        out.append(("not_found", f"{names} names no character of the room"))
-    if spec is not None and spec.users:
-        names = ", ".join(f"`{u.split('.')[-1]}`" for u in spec.users)
-        out.append(("not_found", f"{names} names no user of the room"))
-    if role == "A":
-        out.append(("forbidden", "sent in a room session"))
-    else:
-        who = ROLE_TEXT[role]
-        out.append(
-            ("forbidden", f"the sender is not {who} (an observer or admin session never is)")
-        )
-    if spec is not None and spec.chars and not spec.on_dead:
-        out.append(("rule", "a character it names is dead (D6)"))
-    out.extend(doc.errors)
-    return sorted(out, key=lambda e: ERROR_ORDER.index(e[0]))
-
-
 def render_op(name: str) -> str:
     doc = OPS[name]
     args = op_args(name)
@@ -138,7 +102,7 @@ def render_op(name: str) -> str:
     lines += [f"**Result** (in the ack): `{doc.result}`", ""]
     events = ", ".join(f"[`{k}`](#event-{k})" for k in dict.fromkeys(doc.events)) or "none"
     lines += [f"**Events:** {events}", "", "**Refused with:**", ""]
-    lines += [f"- `{code}`: {when}" for code, when in _errors(name, doc)]
+    lines += [f"- `{code}`: {when}" for code, when in op_errors(name)]
     lines += ["", "**Example:**", "", "```sh", cli_example(name, doc.example), "```", "```json"]
     lines += [_value({"t": "cmd", "id": "c-1", "op": name, "args": doc.example}), "```", ""]
     return "\n".join(lines)

@@ -4,6 +4,7 @@
 // browser never sends to the server; the WebSocket URL is derived from location.
 
 import { EventText, Names, formatClock, formatDuration, loadTexts } from "./event-text.js";
+import { confirmDialog, toast } from "./notices.js";
 import { VttSyncClient } from "./vtt-sync-client.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -39,6 +40,7 @@ const ERROR_TITLES = {
   bad_frame: "Bad message",
   internal: "Server trouble: try again",
   timeout: "No answer from the server",
+  expired: "Not sent",
 };
 
 // --- views -------------------------------------------------------------------
@@ -132,34 +134,23 @@ function remember(patch) {
 
 // --- notices -----------------------------------------------------------------
 
-function toast(kind, title, message, code = null) {
-  const box = el("div", `toast ${kind}`);
-  box.setAttribute("role", kind === "error" ? "alert" : "status");
-  if (code) box.dataset.code = code;
-  box.append(el("strong", "toast-title", title));
-  if (message) box.append(el("span", "toast-msg", message));
-  box.addEventListener("click", () => box.remove());
-  $("#errors").prepend(box);
-  while ($("#errors").children.length > 4) $("#errors").lastElementChild.remove();
-  setTimeout(() => box.remove(), kind === "error" ? 10000 : 4000);
-}
-
 function errorToast(code, message) {
   toast("error", ERROR_TITLES[code] ?? "Refused", message, code);
 }
 
-/** A modal question; resolves true when confirmed. `lines` are shown as a list. */
-function confirmDialog(title, lines, okLabel) {
-  const dialog = $("#confirm");
-  $("#confirm-title").textContent = title;
-  $("#confirm-body").replaceChildren(...lines.map((line) => el("li", null, line)));
-  $("#confirm-ok").textContent = okLabel;
-  return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
-    dialog.returnValue = "";
-    dialog.showModal();
-    $("#confirm-ok").focus();
-  });
+// A click while the server is unreachable waits (the top bar counts them)
+// this long at most; then, if it never left the page, it is dropped and
+// says so. One sent before the connection dropped waits for its answer:
+// the server may have applied it, and the retry's ack tells.
+// (a test shortens it through window.vttWaitExpiresMs)
+const WAIT_EXPIRES_MS = () => /** @type {any} */ (window).vttWaitExpiresMs ?? 30000;
+
+function showWaiting() {
+  const n = client ? client.pendingCommands.length : 0;
+  const pill = $("#waiting");
+  pill.hidden = n === 0 || client.connected;
+  pill.textContent = `${n} action${n === 1 ? "" : "s"} waiting`;
+  pill.title = "Sent when the server answers again; dropped if it does not come back soon";
 }
 
 async function run(op, args, button, resultBox = null) {
@@ -167,16 +158,29 @@ async function run(op, args, button, resultBox = null) {
   if (button) button.disabled = true;
   const id = `${idPrefix}-${++idCounter}`;
   sentOps.set(id, op);
+  const waited = !client.connected;
+  const expiry = setTimeout(() => client.withdraw(id), WAIT_EXPIRES_MS());
   try {
-    const ack = await client.command(op, args, { id });
+    const promise = client.command(op, args, { id });
+    showWaiting();
+    const ack = await promise;
     if (resultBox) showResult(resultBox, ack);
+    if (waited) toast("ok", "Done", `${opWords(op)}: applied once the server answered`);
     return ack;
   } catch (err) {
-    errorToast(err.code || "error", err.serverMessage || err.message);
+    if (err.code === "expired") {
+      errorToast("expired", `${opWords(op)}: the server did not answer in time; nothing changed`);
+    } else errorToast(err.code || "error", err.serverMessage || err.message);
     return null;
   } finally {
+    clearTimeout(expiry);
+    showWaiting();
     if (button) button.disabled = false;
   }
+}
+
+function opWords(op) {
+  return String(op).replaceAll("_", " ").replace(/^./, (c) => c.toUpperCase());
 }
 
 /** What a command did, right where it was asked (a card): its events' sentences. */
@@ -341,12 +345,22 @@ function updateCard(card, id, c, state) {
   }
   $(".nonlethal", card).hidden = !c.nonlethal;
   const healer = $(".healer", card);
-  healer.hidden = !c.healer;
-  healer.textContent = c.healer ? `tended by ${charName(c.healer)}` : "";
+  // `tended` without `healer`: someone the viewer cannot see tends it (views)
+  healer.hidden = !c.healer && !c.tended;
+  healer.textContent = c.healer
+    ? `tended by ${charName(c.healer)}`
+    : c.tended
+      ? "tended by someone you cannot see"
+      : "";
   const stab = $(".stability", card);
   if (c.condition === "stable" && c.stable_since !== null && c.stable_since !== undefined) {
     stab.hidden = false;
-    stab.textContent = `stable ${formatDuration(state.clock - c.stable_since)} · ${c.stability_checks ?? 0}/8 checks`;
+    // L1: a Constitution check every hour of being stable, 8 at most
+    const done = c.stability_checks ?? 0;
+    const next = c.stable_since + 3600 * (done + 1) - state.clock;
+    stab.textContent =
+      `stable for ${formatDuration(state.clock - c.stable_since)} · ` +
+      `Constitution check ${done + 1} of 8 in ${formatDuration(Math.max(0, next))}`;
   } else stab.hidden = true;
   const dmg = Object.entries(c.ability_damage || {}).filter(([, v]) => v > 0);
   const abil = $(".ability-damage", card);
@@ -375,9 +389,10 @@ function updateCard(card, id, c, state) {
 
   // tending (L4): a stable patient, a conscious healer the user may act as;
   // the GM or the owner of the patient or of its healer may stop it.
-  const healers = c.condition === "stable" && !c.healer ? helpers(state, id) : [];
+  const tended = !!c.healer || !!c.tended;
+  const healers = c.condition === "stable" && !tended ? helpers(state, id) : [];
   const healerChar = c.healer ? state.characters[c.healer] : null;
-  const mayUntend = !!c.healer && (isGM() || canAct(c) || (healerChar && canAct(healerChar)));
+  const mayUntend = tended && (isGM() || canAct(c) || (healerChar && canAct(healerChar)));
   $(".tend", card).hidden = client.role === "observer" || (healers.length === 0 && !mayUntend);
   $('[data-action="tend"]', card).hidden = healers.length === 0;
   $(".healer-pick", card).hidden = healers.length === 0;
@@ -594,6 +609,31 @@ function moveSetup(i, delta) {
 // --- the GM's table setup ------------------------------------------------------
 
 let setupOpened = false;
+let setupFolded = false;
+// Events of setting the table up; any other one (a clock advance, combat,
+// damage, a roll...) means play has started.
+const SETUP_KINDS = new Set(["character", "user", "room", "undo"]);
+
+/** Table setup, opened on arrival at an empty table, folds away once play
+ * starts (the first event that is not setting the table up), unless the GM
+ * is typing in it. Opened or closed by hand, it stays as the GM put it. */
+function foldSetupOnPlay(patch) {
+  const box = $("#setup");
+  if (setupFolded || box.hidden || !box.open) return;
+  if (!(patch.events || []).some((ev) => !SETUP_KINDS.has(ev.kind))) return;
+  if (box.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) return;
+  setupFolded = true;
+  box.open = false;
+}
+
+/** The folded setup's line says what the table holds. */
+function setupSummary(state) {
+  const people = Object.keys(state?.users || {}).length;
+  const chars = Object.keys(state?.characters || {}).length;
+  $("#setup-summary").textContent = $("#setup").open
+    ? "room, people and their links, characters"
+    : `${people} ${people === 1 ? "person" : "people"} · ${chars} character${chars === 1 ? "" : "s"} · open to change`;
+}
 
 function renderTableSetup(state) {
   const box = $("#setup");
@@ -603,6 +643,7 @@ function renderTableSetup(state) {
     setupOpened = true; // open it once on arrival when the table is still empty
     box.open = Object.keys(state.characters || {}).length === 0;
   }
+  setupSummary(state);
   const form = $("#room-form");
   if (!form.contains(document.activeElement)) {
     form.name.value = state.name ?? "";
@@ -674,16 +715,36 @@ function foreignHost(url, where) {
   }
 }
 
+// Where invitation links point: the server's public address (links.json,
+// its --public-url) when it has one, else this page's own address.
+let publicPage = null;
+let publicPageRead = Promise.resolve();
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1", "0.0.0.0"]);
+
+async function loadPublicPage() {
+  try {
+    const r = await fetch(new URL("links.json", location.href), { cache: "no-store" });
+    const page = r.ok ? (await r.json()).page : null;
+    publicPage = typeof page === "string" && /^https?:\/\//.test(page) ? page : null;
+  } catch {
+    publicPage = null; // an older server, or a page served elsewhere: our own address
+  }
+}
+
 function linkFor(token) {
   const params = new URLSearchParams(location.hash.slice(1));
   const next = new URLSearchParams({ room: client.room, token });
   if (params.get("ws")) next.set("ws", params.get("ws"));
+  if (publicPage && !params.get("ws")) return `${publicPage}#${next}`;
   return `${location.origin}${location.pathname}#${next}`;
 }
 
-function showLink(who, token) {
+async function showLink(who, token) {
+  await publicPageRead; // links.json answered (or failed) before the first link is made
   $("#link-who").textContent = who;
   $("#link-url").value = linkFor(token);
+  // A link on 127.0.0.1 opens nothing on a friend's machine: say so.
+  $("#link-local").hidden = Boolean(publicPage) || !LOOPBACK_HOSTS.has(location.hostname);
   $("#link-box").hidden = false;
   $("#link-url").select();
 }
@@ -724,6 +785,10 @@ function wireTableSetup() {
     }
   });
   $("#link-copy").addEventListener("click", copyLink);
+  $("#setup").addEventListener("toggle", () => setupSummary(client?.state));
+  $("#setup summary").addEventListener("click", () => {
+    setupFolded = true; // the GM's own choice from now on
+  });
   $("#people").addEventListener("click", async (ev) => {
     const btn = ev.target.closest("button[data-action]");
     if (!btn) return;
@@ -907,6 +972,7 @@ function eventItem(ev, patch) {
 /** Newest patch first; the events of one patch in their order. */
 function addPatch(patch) {
   names.update(client.state); // the state already holds the patch: names of newcomers
+  patch.events = (patch.events || []).map((ev) => eventText.complete(ev, patch.ops));
   remember(patch);
   const events = patch.events || [];
   if (!events.length) return;
@@ -920,6 +986,7 @@ function addPatch(patch) {
 }
 
 function setStatus(status, detail) {
+  showWaiting();
   const pill = $("#status");
   pill.dataset.status = status;
   const labels = {
@@ -1071,6 +1138,7 @@ async function start() {
   /** @type {any} */ (window).vttClient = client; // for debugging and tests (the token is not enumerable)
   client.on("status", setStatus);
   client.on("patch", addPatch); // before "state": a card's result finds its events
+  client.on("patch", foldSetupOnPlay);
   client.on("state", render);
   let backfilled = false;
   client.on("welcome", () => {
@@ -1080,7 +1148,10 @@ async function start() {
       const feed = $("#feed");
       const shown = new Set($$("li.event", feed).map((li) => li.dataset.v));
       const block = document.createDocumentFragment();
-      for (const patch of patches) remember(patch);
+      for (const patch of patches) {
+        patch.events = (patch.events || []).map((ev) => eventText.complete(ev, patch.ops));
+        remember(patch);
+      }
       for (const patch of [...patches].reverse()) {
         if (shown.has(String(patch.v))) continue;
         for (const ev of patch.events || []) block.append(eventItem(ev, patch));
@@ -1092,6 +1163,7 @@ async function start() {
   });
   client.on("error", (frame) => errorToast(frame.code || "error", frame.message || ""));
   wireControls();
+  publicPageRead = loadPublicPage(); // for the invitation links; they are made later
   window.addEventListener("online", () => client.retryNow());
   $("#app").hidden = false;
   client.connect().catch(() => {

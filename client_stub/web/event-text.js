@@ -76,6 +76,22 @@ export class EventText {
     this.history = history; // (v) => events of version v, or null
   }
 
+  /** An event as complete as the patch's ops allow: a `character` event
+   * stripped to kind and char (a character seen at the status level; views)
+   * gets the `change` its ops show (the character set whole: added, with its
+   * name; deleted: removed), so a status NPC "joins the table" for players. */
+  complete(ev, ops) {
+    if (ev.kind !== "character" || ev.change !== undefined || typeof ev.char !== "string") return ev;
+    for (const op of ops || []) {
+      const [kind, path] = op;
+      if (!Array.isArray(path) || path.length !== 2 || path[0] !== "characters" || path[1] !== ev.char) continue;
+      if (kind === "set" && op[2] && typeof op[2] === "object")
+        return { ...ev, change: "added", name: op[2].name ?? this.names.char(ev.char) };
+      if (kind === "del") return { ...ev, change: "removed", name: this.names.char(ev.char) };
+    }
+    return ev;
+  }
+
   sentence(ev) {
     return this.segments(ev)
       .map(([text]) => text)

@@ -377,7 +377,7 @@ export class VttSyncClient {
       return Promise.reject(new CommandError("frame_too_big", "frame over 64 KiB", cid));
     }
     return new Promise((resolve, reject) => {
-      const pending = { frame, resolve, reject, timer: null };
+      const pending = { frame, resolve, reject, timer: null, sent: false };
       if (timeout) {
         pending.timer = setTimeout(() => {
           this._pending.delete(cid);
@@ -385,8 +385,22 @@ export class VttSyncClient {
         }, timeout);
       }
       this._pending.set(cid, pending);
-      if (this.connected) this._send(frame);
+      if (this.connected) pending.sent = this._send(frame);
     });
+  }
+
+  /** Take back a command still waiting that never left this client (sent
+   * while the server was unreachable): it rejects with code "expired" and
+   * is never sent, so the server certainly did not apply it. Returns false
+   * (and keeps waiting) for a command already sent once: the server may
+   * have applied it, and its retry after the reconnection tells. */
+  withdraw(id) {
+    const p = this._pending.get(id);
+    if (!p || p.sent) return false;
+    this._pending.delete(id);
+    clearTimeout(p.timer);
+    p.reject(new CommandError("expired", "not sent: the server was unreachable", id));
+    return true;
   }
 
   /** The last `count` patches before the current version (for an event log
@@ -439,7 +453,7 @@ export class VttSyncClient {
     this._setStatus("connected", `${this.user} (${this.role})`);
     this._emit("welcome", frame);
     this._settle.resolve(this);
-    for (const p of this._pending.values()) this._send(p.frame);
+    for (const p of this._pending.values()) p.sent = this._send(p.frame) || p.sent;
   }
 
   _reset(state, v) {

@@ -15,11 +15,17 @@ import logging
 import os
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeGuard
 
-from sync_server.core.limits import MAX_TOKEN_LENGTH, MIN_ADMIN_TOKEN_LENGTH, TOKEN_BYTES
+from sync_server.core.limits import (
+    MAX_RECENT_TOKENS,
+    MAX_TOKEN_LENGTH,
+    MIN_ADMIN_TOKEN_LENGTH,
+    TOKEN_BYTES,
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,19 +118,40 @@ def write_secret_file(path: Path, text: str) -> None:
 class RecentTokens:
     """Tokens just created, kept in memory only and only briefly, so that a
     retried command (same id, after a reconnect) gets its first ack back
-    with the token. Never written to disk; gone after `ttl` seconds or a
-    restart (then the dup ack carries the result without the token, and
-    the GM rotates the token if it was lost)."""
+    with the token. Never written to disk; gone after `ttl` seconds, past
+    `max_items` (the oldest first) or at a restart (then the dup ack carries
+    the result without the token, and the GM rotates the token if it was
+    lost).
 
-    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic) -> None:
+    Every entry lives `ttl` from its insertion on a monotonic clock, so
+    insertion order is expiry order: pruning pops expired entries off the
+    front, and one `remember` costs O(1) amortized, whatever the number
+    kept (a rotate_token loop used to rebuild the whole map each time)."""
+
+    def __init__(
+        self,
+        ttl: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_items: int = MAX_RECENT_TOKENS,
+    ) -> None:
         self.ttl = ttl
         self.clock = clock
-        self._items: dict[tuple[str, str, str], tuple[float, str, str]] = {}
+        self.max_items = max_items
+        self._items: OrderedDict[tuple[str, str, str], tuple[float, str, str]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def remember(self, key: tuple[str, str, str], field: str, token: str) -> None:
         now = self.clock()
-        self._items = {k: v for k, v in self._items.items() if v[0] > now}
-        self._items[key] = (now + self.ttl, field, token)
+        items = self._items
+        while items:
+            first = next(iter(items.values()))
+            if first[0] > now and len(items) < self.max_items:
+                break
+            items.popitem(last=False)
+        items.pop(key, None)  # re-remembered: its expiry moves to the end
+        items[key] = (now + self.ttl, field, token)
 
     def recall(self, key: tuple[str, str, str]) -> tuple[str, str] | None:
         item = self._items.get(key)

@@ -69,6 +69,28 @@ WRITE_LIMIT_BYTES = 64 * 1024
 # the socket (TCP back-pressure on a flooding client).
 MAX_INCOMING_QUEUE = 16
 
+# --- Commands over HTTP (the second door: docs/http.md) -------------------
+
+# The request line, headers and body of an HTTP request must all arrive in
+# this time, else 408: a socket that trickles bytes must not hold a slot.
+HTTP_REQUEST_TIMEOUT_SECONDS = 10.0
+
+# The first line of a request read to choose its door (WebSocket or HTTP
+# API); websockets' own bound on a request line, beyond which it refuses.
+MAX_REQUEST_LINE_BYTES = 8 * 1024
+
+# Request line and headers of an API request (h11's default): a tool's
+# request is a few hundred bytes.
+MAX_HTTP_HEAD_BYTES = 16 * 1024
+
+# A command's body is bounded like a command's frame: the same command, the
+# same bound, whichever door it comes through (413 past it).
+MAX_HTTP_BODY_BYTES = PROTOCOL_MAX_FRAME_BYTES
+
+# GET .../history: events of this many patches by default, and at most what
+# a room keeps in memory (RECENT_PATCHES_IN_MEMORY below).
+HISTORY_DEFAULT_LIMIT = 50
+
 # --- Rate limits (PROTOCOL.md, Transport; issue 5) ------------------------
 
 # Player and observer sessions: a human clicking buttons. 20/s sustained
@@ -104,6 +126,35 @@ MAX_CONNECTIONS_PER_ROOM = 256
 # Admin sessions at once (scripts): few are needed.
 MAX_ADMIN_CONNECTIONS = 16
 
+# --- Workers (`serve --workers N`, ops/workers.py) ------------------------
+
+# Server processes one supervisor runs: one per core is the point; past a
+# few dozen, SQLite's single writer and the leases' renewals are the limit,
+# and a bigger host belongs on PostgreSQL with nodes on several machines.
+MAX_WORKERS = 64
+
+# A worker that dies is started again after this long, doubled after each
+# death that came soon after its start, up to the maximum: a worker that
+# cannot start (a port taken) must not spin the CPU.
+WORKER_RESTART_SECONDS = 0.5
+WORKER_RESTART_MAX_SECONDS = 30.0
+
+# A worker that ran this long before dying was healthy: its next restart
+# waits the shortest delay again.
+WORKER_HEALTHY_SECONDS = 10.0
+
+# The most a worker may take to start listening before the supervisor gives
+# up (opening a large database, migrating it).
+WORKER_START_SECONDS = 120.0
+
+# Connections waiting to be accepted on the port the workers share
+# (asyncio's own default for a server's socket).
+WORKERS_LISTEN_BACKLOG = 100
+
+# How often a worker checks that its supervisor still lives: a worker left
+# alone (its supervisor killed) drains and stops within this long.
+WORKER_ORPHAN_CHECK_SECONDS = 1.0
+
 # --- Per-client outgoing bytes (PROTOCOL.md: 1013 for slow readers) -------
 
 # Bytes written for one client and not yet taken by its connection (the
@@ -112,6 +163,29 @@ MAX_ADMIN_CONNECTIONS = 16
 # is closed with 1013 and resumes with `since`, so a reader that stopped
 # reading costs at most this much memory, whatever its room publishes.
 OUTBOX_MAX_BYTES = 8 * 1024 * 1024
+# ...and what every client of one room, and every client of the server, may
+# hold together: 240 sockets that read nothing held 240 x 8 MiB = 1.9 GiB.
+# Past either, the clients holding the most (the slowest readers) are
+# dropped first until it holds again, their buffers freed at once; healthy
+# clients hold kilobytes. The server budget is the one to size to the
+# machine's memory.
+OUTBOX_ROOM_MAX_BYTES = 64 * 1024 * 1024
+OUTBOX_TOTAL_MAX_BYTES = 256 * 1024 * 1024
+# A client gone while holding this much unsent has the freed memory handed
+# back to the system (glibc's malloc_trim) this long after, once its
+# transport let go of its buffer: Python's frees alone kept RSS at its peak.
+TRIM_AFTER_BYTES = 1024 * 1024
+TRIM_DELAY_SECONDS = 0.5
+
+# Distinct views one patch is rendered and encoded for, at once, while it is
+# published (the GM's plain patch not counted). Each costs a diff and an
+# encoding of what the patch touches: 98 players each owning a `status`
+# patient made 98 views of a century advance, 652 ms of one event loop.
+# Viewers past the cap get no patch but, soon after, a snapshot of their view
+# (one per turn of the loop, so that other rooms are served in between):
+# there, a view's snapshot cost a tenth of its patch (0.07 ms against 0.75).
+# A table of five players with two private views never reaches it.
+MAX_VIEW_CLASSES_PER_PATCH = 4
 
 # --- Rooms ----------------------------------------------------------------
 
@@ -133,9 +207,15 @@ RECENT_PATCHES_IN_MEMORY = 500
 # the client gets the state (cheaper than thousands of patches).
 MAX_RESUME_PATCHES = 1000
 
-# Command ids remembered for deduplication, per room, counted in versions:
-# a retry arrives seconds after a reconnect, not 100,000 commands later.
-DEDUP_WINDOW_VERSIONS = 100_000
+# Command ids remembered for deduplication, per room: the last this many
+# versions, and none older than DEDUP_WINDOW_SECONDS. A retry comes after a
+# reconnect (seconds, minutes; a client offline for a night at most), so
+# both cover it; beyond, the id is still never applied twice (the stored
+# log refuses it), but its first ack is not found. Each entry costs ~430
+# bytes in memory and one row read when the room loads: 100,000 versions
+# were 43 MB a busy room and 100k rows per load (issue 19).
+DEDUP_WINDOW_VERSIONS = 10_000
+DEDUP_WINDOW_SECONDS = 24 * 3600.0
 
 # A full snapshot of a room every this many versions, so a restart replays
 # at most this many patches per room.
@@ -172,6 +252,11 @@ MAX_TOKEN_LENGTH = 256
 # reconnect) can be answered with its first ack, token included. After that,
 # or after a restart, the dup ack carries the result without the token.
 TOKEN_RETRY_SECONDS = 600.0
+# ...and at most this many of them, server-wide (the oldest go first): a GM
+# rotating tokens in a loop must not grow memory (each is ~200 bytes) or the
+# cost of remembering one. Past it, the oldest token's retry gets its ack
+# without the token, as after the retry window; a real table creates a few.
+MAX_RECENT_TOKENS = 10_000
 
 # --- Patches --------------------------------------------------------------
 
@@ -197,6 +282,11 @@ PATCH_SIZE_CHECK_ITEMS = 64
 # (damage, stability_check); a file's longer one is not the rules' own.
 MAX_EVENT_KIND = 64
 
+# A room file is written in slices of this many versions, each one call of
+# the JSON encoder on a worker thread: between two slices the event loop
+# gets the interpreter back (one call over a 60k-version room held it ~1 s).
+EXPORT_CHUNK_VERSIONS = 500
+
 # An upload not continued for this long is dropped when another one starts
 # (one upload at a time: the memory bound above holds for the server).
 IMPORT_IDLE_SECONDS = 300.0
@@ -218,11 +308,15 @@ class Limits:
     max_connections_per_room: int = MAX_CONNECTIONS_PER_ROOM
     max_admin_connections: int = MAX_ADMIN_CONNECTIONS
     outbox_max_bytes: int = OUTBOX_MAX_BYTES
+    outbox_room_max_bytes: int = OUTBOX_ROOM_MAX_BYTES
+    outbox_total_max_bytes: int = OUTBOX_TOTAL_MAX_BYTES
+    max_view_classes_per_patch: int = MAX_VIEW_CLASSES_PER_PATCH
     max_inflight_per_session: int = MAX_INFLIGHT_PER_SESSION
     max_command_batch: int = MAX_COMMAND_BATCH
     recent_patches_in_memory: int = RECENT_PATCHES_IN_MEMORY
     max_resume_patches: int = MAX_RESUME_PATCHES
     dedup_window_versions: int = DEDUP_WINDOW_VERSIONS
+    dedup_window_seconds: float = DEDUP_WINDOW_SECONDS
     snapshot_every_versions: int = SNAPSHOT_EVERY_VERSIONS
     snapshots_kept: int = SNAPSHOTS_KEPT
     room_idle_unload_seconds: float = ROOM_IDLE_UNLOAD_SECONDS

@@ -43,6 +43,7 @@ import attrs
 
 import rules
 from rules.model import ROLES as ROOM_ROLES
+from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import LoadedRoom, RoomDeleted, UndoTarget, VersionConflict, VersionRecord
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 NO_EXPECT = protocol.NO_EXPECT
 JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
+OWN_ID = "own-id"  # PatchView keys: the sender's own class (its patch carries its id)
 
 
 class JoinRefused(Exception):
@@ -77,27 +79,48 @@ class CommandIn:
     expect: Any = NO_EXPECT
 
 
-@attrs.frozen(eq=False)
+@attrs.define(eq=False)
 class PatchView:
-    """How one patch looks to each viewer (per-role views, rules/view.py):
-    viewers are grouped by `key` (their view class for this patch; None for
-    those who see everything), each group's patch built once. Only made for
-    a patch the rules call `restricted`: any other one is the same for all.
+    """How one patch looks to each viewer (per-role views, rules/view.py,
+    and command ids): viewers are grouped by `key`, each group's frame
+    built once; None for those who get the plain patch (the GM and admin,
+    who see everything).
+
     `views` is what the version stores for its viewers (storage.base's
-    `Views`), so a patch loaded from the log after a restart or an import
-    gives each viewer the same view as it did live."""
+    `Views`: the public view and the players whose own differs from it),
+    None when the rules say every viewer may see it whole; so a patch loaded
+    from the log after a restart or an import gives each viewer the same
+    view as it did live.
+
+    A command's `id` is its sender's (PROTOCOL.md: the sender's patch
+    carries it, and the ack too); every other viewer but the GM and admin
+    gets `"id": null`, since a client's ids may say what its command was
+    about (the Foundry module's name the actor). So a patch that is the
+    same for all costs one more encoding (the one without the id), and a
+    restricted one one more per view class the sender's own patch adds:
+    never one per viewer."""
 
     patch: dict[str, Any]
-    views: Views
+    views: Views | None
+
+    def _own(self, viewer: rules.Viewer) -> bool:
+        return viewer.user is not None and viewer.user == self.patch["by"]
 
     def key(self, viewer: rules.Viewer) -> Any:
-        return view_key(self.views, viewer)
+        if viewer.sees_all:
+            return None
+        cls = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
+        return (OWN_ID, cls) if self._own(viewer) else cls
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
+        p = self.patch
         if viewer.sees_all:
-            return self.patch
-        ops, events = view_ops_events(self.views, viewer)
-        return {**self.patch, "ops": ops, "events": events}
+            return p
+        if self.views is None:
+            ops, events = p["ops"], p["events"]
+        else:
+            ops, events = view_ops_events(self.views, viewer)
+        return {**p, "ops": ops, "events": events, "id": p["id"] if self._own(viewer) else None}
 
 
 @attrs.frozen
@@ -114,7 +137,7 @@ class Decision:
     patch: dict[str, Any] | None = None
     closes: tuple[str, ...] = ()
     pending: bool = False
-    # Set when not every viewer may see the patch whole (see PatchView).
+    # How each viewer sees the patch (views, command ids: PatchView).
     view: PatchView | None = None
 
 
@@ -221,7 +244,7 @@ class _Batch:
     v: int
     epochs: dict[str, int]
     records: list[VersionRecord] = attrs.Factory(list)
-    patches: list[tuple[dict[str, Any], PatchView | None]] = attrs.Factory(list)
+    patches: list[tuple[dict[str, Any], PatchView]] = attrs.Factory(list)
     dedup_keys: list[tuple[str, str]] = attrs.Factory(list)
     tokens: list[tuple[tuple[str, str, str], str]] = attrs.Factory(list)
 
@@ -248,15 +271,16 @@ class RoomCore:
         self.recent: deque[dict[str, Any]] = deque(
             (p.frame() for p in loaded.recent), maxlen=self.limits.recent_patches_in_memory
         )
-        # Beside each recent patch, how viewers see it: None when everyone
-        # sees it whole, its PatchView when not (from the views stored with
-        # the version, for the patches loaded from the log).
-        self.recent_views: deque[PatchView | None] = deque(
-            (None if p.views is None else PatchView(p.frame(), p.views) for p in loaded.recent),
+        # Beside each recent patch, how viewers see it (from the views stored
+        # with the version, for the patches loaded from the log).
+        self.recent_views: deque[PatchView] = deque(
+            (PatchView(p.frame(), p.views) for p in loaded.recent),
             maxlen=self.limits.recent_patches_in_memory,
         )
-        self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict(
-            ((d.user, d.cmd_id), (d.v, d.result)) for d in loaded.dedup
+        # (user, id) -> (version, result, stored at): in version order, so
+        # `commit` trims the window (count and age) off the front.
+        self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any], float | None]] = (
+            OrderedDict(((d.user, d.cmd_id), (d.v, d.result, d.ts)) for d in loaded.dedup)
         )
         # Bumped when a user's sessions must end (token rotated, user
         # removed): sessions opened under an older epoch may not send
@@ -391,13 +415,20 @@ class RoomCore:
                 self.token_changes[user] = token_hash
             for user in record.token_del:
                 self.token_changes[user] = None
-        window = self.limits.dedup_window_versions
-        while self.dedup:
-            first = next(iter(self.dedup.values()))
-            if first[0] > self.v - window:
-                break
-            self.dedup.popitem(last=False)
+        self.trim_dedup()
         return minted
+
+    def trim_dedup(self) -> None:
+        """Forget the command ids past the dedup window: older than its last
+        `dedup_window_versions` versions or `dedup_window_seconds` (limits.py)."""
+        first_v = self.v - self.limits.dedup_window_versions
+        oldest = self.wall_clock() - self.limits.dedup_window_seconds
+        dedup = self.dedup
+        while dedup:
+            v, _, ts = next(iter(dedup.values()))
+            if v > first_v and (ts is None or ts >= oldest):
+                break
+            dedup.popitem(last=False)
 
     def rollback(self, decisions: list[Decision]) -> list[Decision]:
         """The batch could not be stored: restore the room as it was before
@@ -438,7 +469,7 @@ class RoomCore:
         key = (c.actor.user, c.cmd_id)
         entry = self.dedup.get(key)
         if entry is not None:
-            v, result = entry
+            v, result, _ = entry
             result = dict(result)
             remembered = self.recent_tokens.recall((self.room_id, c.actor.user, c.cmd_id))
             if remembered is None:  # a retry within the batch that issued it
@@ -621,10 +652,10 @@ class RoomCore:
             token_del=token_del,
             views=views,
         )
-        view = None if views is None else PatchView(patch, views)
+        view = PatchView(patch, views)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
-        self.dedup[key] = (v, result)
+        self.dedup[key] = (v, result, record.ts)
         batch.records.append(record)
         batch.patches.append((patch, view))
         batch.dedup_keys.append(key)
@@ -647,7 +678,8 @@ class RoomCore:
         needs the state instead (ahead of the room, too far behind, or older
         than what memory holds: one snapshot costs less than a replay). A
         viewer who does not see everything gets each patch as they may see
-        it (patches loaded from the log too: their views are stored)."""
+        it (its own commands' ids only; patches loaded from the log too:
+        their views are stored)."""
         if since == self.v:
             return []
         if since < 0 or since > self.v or self.v - since > self.limits.max_resume_patches:
@@ -658,15 +690,29 @@ class RoomCore:
             if viewer is None or viewer.sees_all:
                 return patches
             views = list(itertools.islice(self.recent_views, start, None))
-            return [
-                patch if view is None else view.render(viewer)
-                for patch, view in zip(patches, views, strict=True)
-            ]
+            return [view.render(viewer) for view in views]
         return None
 
-    def view(self, viewer: rules.Viewer | None) -> dict[str, Any]:
-        """The state as `viewer` may see it (the state itself for the GM)."""
-        return self.state if viewer is None else rules.view_state(self.state, viewer)
+    def history(self, limit: int, viewer: rules.Viewer | None = None) -> list[dict[str, Any]]:
+        """The events of the last `limit` patches in memory that have some
+        for `viewer`, oldest first, each with its version and sender: what
+        a client's log shows. A viewer who does not see everything gets
+        each patch's events as they may see them (as `patches_after` does)."""
+        out: list[dict[str, Any]] = []
+        for patch, view in zip(reversed(self.recent), reversed(self.recent_views), strict=True):
+            if len(out) >= limit:
+                break
+            if viewer is not None and not viewer.sees_all:
+                patch = view.render(viewer)
+            if patch["events"]:
+                out.append({"v": patch["v"], "by": patch["by"], "events": patch["events"]})
+        out.reverse()
+        return out
+
+    def view(self, viewer: rules.Viewer | None, memo: Any = None) -> dict[str, Any]:
+        """The state as `viewer` may see it (the state itself for the GM);
+        `memo` (rules.view.new_memo) shares status views between calls."""
+        return self.state if viewer is None else rules.view_state(self.state, viewer, memo)
 
     def viewer(self, user: str) -> rules.Viewer | None:
         """Who `user` is, for views (None if no longer in the room)."""
@@ -683,12 +729,12 @@ class RoomCore:
         lookup and its join ends that token, and its hello must not get the
         new epoch. The welcome carries the user's view of the room."""
         found = self.state["users"].get(user)
-        changed = self.token_changes.get(user, token_hash)
+        stale = token_hash is not None and self.token_changes.get(user, token_hash) != token_hash
         # A room's users are gm, player or observer (rules.model.ROLES):
         # a stored role outside them (`admin` above all, which would make the
         # session the server's admin) opens nothing, whatever put it there.
         role = found.get("role") if isinstance(found, dict) else None
-        if role not in ROOM_ROLES or changed != token_hash:
+        if role not in ROOM_ROLES or stale:
             raise JoinRefused(
                 protocol.UNAUTHENTICATED, "bad token or room", protocol.CLOSE_UNAUTHENTICATED
             )

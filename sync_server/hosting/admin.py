@@ -1,5 +1,6 @@
 """Admin commands: create_room and delete_room (PROTOCOL.md, Operations,
-role A), and import_room (a room file, in parts: docs/protocol.md).
+role A), import_room (a room file, in parts: docs/protocol.md), and
+reissue_gm_link (a new token for a GM who lost their link).
 
 They touch no room state, so they are the server's own (the rules engine only
 builds a new room's initial state with `new_room`). One at a time, in
@@ -16,8 +17,9 @@ time, bounded by `Limits.max_import_bytes`, since the server holds it whole.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -52,6 +54,26 @@ def _check_args(op: str, args: Any) -> tuple[str, str] | None:
     return None
 
 
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return dict(pairs)
+
+
+def read_room_file(text: str) -> tuple[Any, dict[str, Any], bool]:
+    """`transfer.from_document(transfer.loads(text))`, for a worker thread.
+    The object hook is Python code, so the C parser returns to the
+    interpreter at every object, and the interpreter hands the GIL back to
+    the event loop every switch interval instead of once at the end of the
+    whole file. A file that does not parse is parsed again by
+    `transfer.loads`, which raises its own error."""
+    try:
+        doc = json.loads(text, object_pairs_hook=_pairs)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        doc = transfer.loads(text)  # raises BadRoomFile, saying why
+    return transfer.from_document(doc)
+
+
 def admin_args_error(op: str, args: Any) -> tuple[str, str] | None:
     """For room sessions sending an admin op: their args are checked before
     the role (PROTOCOL.md's order: invalid_args, then forbidden)."""
@@ -70,6 +92,7 @@ class Admin:
         clock: Clock | None = None,
         token_source: Callable[[], str] = new_token,
         limits: Limits | None = None,
+        room_command: Callable[..., Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.storage = storage
         self.rooms = rooms
@@ -80,6 +103,8 @@ class Admin:
         self._lock = asyncio.Lock()
         self.limits = limits or Limits()
         self._upload: _Upload | None = None
+        # Runs a room command as one of its users (Server.room_command).
+        self.room_command = room_command
 
     async def execute(self, cmd_id: str, op: Any, args: Any) -> dict[str, Any]:
         """Run one admin command; returns the ack or error frame."""
@@ -119,6 +144,8 @@ class Admin:
                 return await self._create_room(cmd_id, args)
             if op == "import_room":
                 return await self._import_part(cmd_id, args)
+            if op == "reissue_gm_link":
+                return await self._reissue_gm_link(cmd_id, args)
             return await self._delete_room(cmd_id, args)
         except transfer.BadRoomFile as exc:
             return protocol.error("invalid_args", f"the room file is refused: {exc}", cmd_id)
@@ -151,6 +178,28 @@ class Admin:
         log.info("room %s deleted", room_id)
         return protocol.ack(cmd_id, {"room": room_id})
 
+    async def _reissue_gm_link(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The GM's `rotate_token`, run in the room as that GM (so it is in
+        the room's log, ends the GM's sessions, and its retry under the same
+        id gets the same token back from the room's deduplication)."""
+        room_id = args["room"]
+        host = await self.rooms.get(room_id)
+        if host is None or self.room_command is None:
+            return protocol.error("not_found", f"no room {room_id!r} on this server", cmd_id)
+        users = host.state.get("users", {})
+        gms = [uid for uid, u in users.items() if u.get("role") == "gm"]
+        gm = args.get("user") or (gms[0] if gms else None)
+        if gm not in gms:
+            return protocol.error("not_found", f"room {room_id!r} has no GM {gm!r}", cmd_id)
+        frame = await self.room_command(
+            room_id, gm, "rotate_token", {"user": gm}, cmd_id=f"admin-{cmd_id}"
+        )
+        if frame.get("t") != "ack":
+            return protocol.error(frame.get("code", "internal"), frame.get("message", ""), cmd_id)
+        log.info("room %s: a new link for its GM %s", room_id, gm)
+        token = frame["result"]["token"]
+        return protocol.ack(cmd_id, {"room": room_id, "user": gm, "gm_token": token})
+
     # --- import_room ------------------------------------------------------
 
     async def _import_part(self, cmd_id: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -171,7 +220,10 @@ class Admin:
                 )
             if await self.rooms.has(room) and not replace:
                 return protocol.error(
-                    "conflict", f"room {room!r} already exists (replace it with replace)", cmd_id
+                    "conflict",
+                    f"room {room!r} already exists: to replace it, import again with replace "
+                    "(vtt-sync admin import FILE --replace)",
+                    cmd_id,
                 )
             up = self._upload = _Upload(upload_id, room, parts, replace, now)
         if (room, parts, replace) != (up.room, up.parts, up.replace):
@@ -200,8 +252,9 @@ class Admin:
         return await self._import(cmd_id, up)
 
     async def _import(self, cmd_id: str, up: _Upload) -> dict[str, Any]:
-        doc = transfer.loads("".join(up.chunks))
-        dump, state, with_hashes = transfer.from_document(doc)
+        # Parsed and checked on a worker thread: a 60k-version file held the
+        # event loop, and every room with it, for about a second.
+        dump, state, with_hashes = await asyncio.to_thread(read_room_file, "".join(up.chunks))
         if dump.room != up.room:
             return protocol.error(
                 "invalid_args", f"the file holds room {dump.room!r}, not {up.room!r}", cmd_id
@@ -215,7 +268,12 @@ class Admin:
         record = AdminRecord(cmd_id, "import_room", args, stored, self.clock.time())
         exists = await self.rooms.has(dump.room)
         if exists and not up.replace:
-            return protocol.error("conflict", f"room {dump.room!r} already exists", cmd_id)
+            return protocol.error(
+                "conflict",
+                f"room {dump.room!r} already exists: to replace it, import again with replace "
+                "(vtt-sync admin import FILE --replace)",
+                cmd_id,
+            )
 
         async def store() -> None:
             await self.storage.import_room(dump, record, replace=up.replace)

@@ -12,12 +12,15 @@ of one subprotocol gets the very same bytes object. A frame that not every
 viewer may see whole (per-role views, docs/views.md) comes with a
 `FrameView`: viewers are grouped by its `key`, and each group's frame is
 built and encoded once; viewers whose key is None get the plain frame.
+At most `max_keys` groups are built per message (`admit`): a subscriber of
+another group is handed to `on_overflow` instead, which sends it a snapshot
+later (the room host: `Resync`), so that one message costs a bounded work.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from sync_server.hosting.ws_fastpath import server_frame
@@ -43,17 +46,41 @@ class Message:
     (and once more as a complete WebSocket frame, for the transports that
     take it)."""
 
-    __slots__ = ("_frames", "_views", "_wire", "frame", "view")
+    __slots__ = ("_frames", "_keys", "_views", "_wire", "frame", "max_keys", "on_overflow", "view")
 
-    def __init__(self, frame: dict[str, Any], view: FrameView | None = None) -> None:
+    def __init__(
+        self,
+        frame: dict[str, Any],
+        view: FrameView | None = None,
+        *,
+        max_keys: int | None = None,
+        on_overflow: Callable[[Any], None] | None = None,
+    ) -> None:
         self.frame = frame
         self.view = view
+        self.max_keys = max_keys
+        self.on_overflow = on_overflow
+        self._keys: set[Hashable] = set()
         self._views: dict[Hashable, dict[str, Any]] = {}
         self._wire: dict[tuple[str, Hashable], bytes] = {}
         self._frames: dict[tuple[str, Hashable], bytes] = {}
 
     def key(self, viewer: Any) -> Hashable | None:
         return None if self.view is None or viewer is None else self.view.key(viewer)
+
+    def admit(self, key: Hashable | None) -> bool:
+        """May a subscriber of `key`'s group get this frame? False once
+        `max_keys` other groups are built: that subscriber is then the
+        `on_overflow` handler's (a snapshot of its view, later)."""
+        if key is None or self.max_keys is None or self.on_overflow is None:
+            return True
+        keys = self._keys
+        if key in keys:
+            return True
+        if len(keys) >= self.max_keys:
+            return False
+        keys.add(key)
+        return True
 
     def frame_for(self, key: Hashable | None, viewer: Any) -> dict[str, Any]:
         if key is None:
@@ -100,9 +127,19 @@ class RoomBus(Protocol):
 
     def unsubscribe(self, room: str, sink: Sink) -> None: ...
 
-    def publish(self, room: str, frame: dict[str, Any], view: FrameView | None = None) -> None:
+    def publish(
+        self,
+        room: str,
+        frame: dict[str, Any],
+        view: FrameView | None = None,
+        *,
+        max_keys: int | None = None,
+        on_overflow: Callable[[Any], None] | None = None,
+    ) -> None:
         """Deliver one frame to every subscriber of the room, in publish
-        order; with `view`, each subscriber gets its viewer's frame."""
+        order; with `view`, each subscriber gets its viewer's frame, at
+        most `max_keys` distinct ones built (past them, `on_overflow(sink)`
+        instead of the frame)."""
         ...
 
     def subscribers(self, room: str) -> int: ...
@@ -124,11 +161,19 @@ class LocalBus:
             if not sinks:
                 del self._rooms[room]
 
-    def publish(self, room: str, frame: dict[str, Any], view: FrameView | None = None) -> None:
+    def publish(
+        self,
+        room: str,
+        frame: dict[str, Any],
+        view: FrameView | None = None,
+        *,
+        max_keys: int | None = None,
+        on_overflow: Callable[[Any], None] | None = None,
+    ) -> None:
         sinks = self._rooms.get(room)
         if not sinks:
             return
-        message = Message(frame, view)
+        message = Message(frame, view, max_keys=max_keys, on_overflow=on_overflow)
         for sink in list(sinks):
             try:
                 sink.deliver(message)

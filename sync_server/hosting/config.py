@@ -67,11 +67,25 @@ class Config:
     drain_seconds: float = 0.0
     # Commands are logged at INFO as one summary per room this often (0: never).
     log_summary_seconds: float = 60.0
-    # Cluster mode (docs/cluster.md): a PostgreSQL DSN holding every room, and
-    # this node's address for clients (a `redirect` names it), its id (stable
-    # across restarts: the node gets its rooms back at once) and its lease.
-    # No database: SQLite in `data_dir`, one server.
-    database: str | None = None
+    # The address clients reach this server at (ws:// or wss://, path
+    # included: behind a proxy, wss://vtt.example/vtt/): every link printed
+    # or shown (demo, create-room, invitations, imports) is built on it;
+    # without it, on the address bound. Cluster mode (docs/cluster.md): a
+    # PostgreSQL DSN holding every room, and `public_url` is also this node's
+    # address in redirects; its id (stable across restarts: the node gets its
+    # rooms back at once) and its lease. No database: SQLite in `data_dir`.
     public_url: str | None = None
+    database: str | None = None
     node_id: str | None = None
     lease_seconds: float = LEASE_SECONDS
+    # Workers mode (`serve --workers N`, ops/workers.py): this server is one
+    # of several processes a supervisor started on the same data directory.
+    # `worker_leases`: on SQLite, its rooms' leases are in the database file
+    # (cluster/sqlite_leases.py), so it is a cluster node like a PostgreSQL
+    # one. `lock_fd`: the supervisor's data directory lock, inherited (one
+    # supervisor per directory, as one server). `listen_fd`: the listening
+    # socket every worker accepts on (the port users open), besides the
+    # worker's own address that redirects name.
+    worker_leases: bool = False
+    lock_fd: int | None = None
+    listen_fd: int | None = None

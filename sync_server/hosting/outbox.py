@@ -9,6 +9,12 @@ snapshots included. Past the bound, the client is too slow: it is closed
 with 1013 (it resumes with `since`), so a reader that stopped reading costs
 at most `max_bytes` of memory, whatever the room publishes.
 
+What all clients hold together is bounded too (`OutboxBudget`): per room
+and server-wide. Past either bound, the clients holding the most (the
+slowest readers) are dropped first, their transport aborted so that their
+buffers are freed at once, and the allocator is asked to give the memory
+back to the system.
+
 Writes take the shared pre-serialized frame when the connection allows it
 (ws_fastpath.py, optional), else websockets' public `broadcast`, which
 writes without waiting and skips a connection that is closing.
@@ -18,14 +24,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import logging
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from websockets.asyncio.server import broadcast
 from websockets.exceptions import ConnectionClosed
 
-from sync_server.core.limits import CLOSE_TIMEOUT_SECONDS, OUTBOX_MAX_BYTES
+from sync_server.core.limits import (
+    CLOSE_TIMEOUT_SECONDS,
+    OUTBOX_MAX_BYTES,
+    OUTBOX_ROOM_MAX_BYTES,
+    OUTBOX_TOTAL_MAX_BYTES,
+    TRIM_AFTER_BYTES,
+    TRIM_DELAY_SECONDS,
+)
 from sync_server.hosting.bus import Message
 from sync_server.hosting.ws_fastpath import raw_writer
 from sync_server.wire import protocol
@@ -39,6 +55,121 @@ class Connection(Protocol):
     ServerConnection fits)."""
 
     async def close(self, code: int = 1000, reason: str = "") -> None: ...
+
+
+def _malloc_trim() -> Callable[[], object] | None:
+    """glibc's malloc_trim(0), which hands freed heap pages back to the
+    system (Python's frees alone often keep them); None elsewhere."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+    return None if trim is None else (lambda: trim(0))
+
+
+class OutboxBudget:
+    """What every client holds together (bytes written and not yet taken
+    by its connection), per room and for the server.
+
+    Each outbox reports what it holds after each write (`held`); a client
+    that drains its buffer meanwhile is counted high until its next write
+    or the next check, which re-reads every client of the scope before
+    dropping anyone. So a check costs a dict update, and the re-read runs
+    only when the stale sum is over a bound."""
+
+    def __init__(
+        self,
+        total_max: int = OUTBOX_TOTAL_MAX_BYTES,
+        room_max: int = OUTBOX_ROOM_MAX_BYTES,
+        on_drop: Callable[[Outbox], None] | None = None,
+    ) -> None:
+        self.total_max = total_max
+        self.room_max = room_max
+        self.on_drop = on_drop
+        self.total = 0
+        self.rooms: Counter[str | None] = Counter()
+        self._held: dict[Outbox, int] = {}
+        self._trim = _malloc_trim()
+        self._trim_pending = False
+        self.dropped = 0
+
+    def held(self, outbox: Outbox, size: int) -> None:
+        """`outbox` holds `size` bytes now; drop the slowest if over a bound."""
+        delta = size - self._held.get(outbox, 0)
+        if delta == 0:
+            return
+        self._held[outbox] = size
+        self.total += delta
+        self.rooms[outbox.room] += delta
+        if self.total > self.total_max:
+            self._enforce(None)
+        elif outbox.room is not None and self.rooms[outbox.room] > self.room_max:
+            self._enforce(outbox.room)
+
+    def forget(self, outbox: Outbox) -> None:
+        if outbox not in self._held:
+            return
+        size = self._held.pop(outbox)
+        self.total -= size
+        self.rooms[outbox.room] -= size
+        if not self.rooms[outbox.room]:
+            del self.rooms[outbox.room]
+        if size >= TRIM_AFTER_BYTES:
+            self._trim_soon()
+
+    def _trim_soon(self) -> None:
+        """A client that held much is gone: once its connection has let go
+        of its buffer (a moment later), give the freed memory back."""
+        if self._trim is None or self._trim_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._trim_pending = True
+
+        def trim() -> None:
+            self._trim_pending = False
+            if self._trim is not None:
+                self._trim()
+
+        loop.call_later(TRIM_DELAY_SECONDS, trim)
+
+    def _enforce(self, room: str | None) -> None:
+        """Re-read the scope (a room, or the server), then drop its clients
+        holding the most until it is within its bound."""
+        scope = [o for o in self._held if room is None or o.room == room]
+        for o in scope:
+            size = o.buffered
+            delta = size - self._held[o]
+            self._held[o] = size
+            self.total += delta
+            self.rooms[o.room] += delta
+
+        def over() -> bool:
+            if room is None:
+                return self.total > self.total_max
+            return self.rooms[room] > self.room_max
+
+        dropped = 0
+        for o in sorted(scope, key=lambda o: self._held[o], reverse=True):
+            if not over():
+                break
+            self.forget(o)
+            o.drop(protocol.CLOSE_TOO_SLOW, "the server's send budget is spent; resume with since")
+            dropped += 1
+            if self.on_drop is not None:
+                self.on_drop(o)
+        if dropped:
+            self.dropped += dropped
+            log.warning(
+                "outbox budget (%s) over: dropped the %d slowest reader(s)",
+                "server" if room is None else f"room {room}",
+                dropped,
+            )
+            if self._trim is not None:
+                self._trim()
 
 
 class Outbox:
@@ -56,8 +187,12 @@ class Outbox:
         viewer: Any = None,
         on_sent: Callable[[int], None] | None = None,
         on_too_slow: Callable[[], None] | None = None,
+        budget: OutboxBudget | None = None,
+        room: str | None = None,
     ) -> None:
         self.ws = ws
+        self.budget = budget
+        self.room = room  # the room it reads (None: an admin session), for the budget
         self.codec = codec
         self.user = user
         # Who reads this connection (a rules.Viewer): frames with a view are
@@ -74,6 +209,9 @@ class Outbox:
             transport.get_write_buffer_size if transport is not None else (lambda: 0)
         )
         self.closing = False  # no more frames accepted
+        # A snapshot of its view is on its way (a patch's views were capped,
+        # bus.Message.admit): the patches until then are covered by it.
+        self.stale = False
         self.close_code: int | None = None
         self._closer: asyncio.Task[None] | None = None
 
@@ -83,15 +221,30 @@ class Outbox:
         if self.closing:
             return 0
         message = Message(frame)
-        self.deliver(message)
+        self._write(message, None)
         return len(message.data(self.codec))
 
     def deliver(self, message: Message) -> None:
         """Send a message shared with other clients (the bus calls this)."""
-        if self.closing:
+        if self.closing or self.stale:
             return
+        key = message.key(self.viewer)
+        if not message.admit(key):
+            self.stale = True
+            assert message.on_overflow is not None
+            message.on_overflow(self)
+            return
+        self._write(message, key)
+
+    def resync(self, message: Message) -> None:
+        """The snapshot a stale client was waiting for (its view, shared by
+        the clients of its view class); the room's messages reach it again."""
+        self.stale = False
+        if not self.closing:
+            self._write(message, None)
+
+    def _write(self, message: Message, key: Any) -> None:
         viewer = self.viewer
-        key = message.key(viewer)
         data = message.data(self.codec, key, viewer)
         if self._buffered() + len(data) > self.max_bytes:
             self.abort(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with since")
@@ -106,6 +259,8 @@ class Outbox:
                 return
         if self._on_sent is not None:
             self._on_sent(1)
+        if self.budget is not None:
+            self.budget.held(self, self._buffered())
 
     def close_after(self, code: int, reason: str) -> None:
         """Close once every frame sent so far is written (e.g. 4403 after
@@ -119,6 +274,17 @@ class Outbox:
     def abort(self, code: int, reason: str) -> None:
         """Close now: no more frames (slow consumer, deleted room)."""
         self.close_after(code, reason)
+
+    def drop(self, code: int, reason: str) -> None:
+        """Over the send budget: no more frames, and the connection is cut
+        at once, what it buffers freed (a close frame would wait behind the
+        bytes its peer does not read)."""
+        self.close_after(code, reason)
+        transport = getattr(self.ws, "transport", None)
+        if transport is not None:
+            transport.abort()
+        if self._on_too_slow is not None:
+            self._on_too_slow()
 
     async def _close(self, code: int, reason: str) -> None:
         # websockets bounds the closing handshake by its close timeout, but
@@ -149,6 +315,8 @@ class Outbox:
     async def stop(self) -> None:
         """The connection is gone: accept no more frames."""
         self.closing = True
+        if self.budget is not None:
+            self.budget.forget(self)
         if self._closer is not None and not self._closer.done():
             self._closer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

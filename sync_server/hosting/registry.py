@@ -44,6 +44,14 @@ class Registry:
         sessions = self._rooms.get(room, {})
         return sum(1 for s in sessions if not s.closing and (user is None or s.user == user))
 
+    def users(self, room: str) -> dict[str, int]:
+        """Open sessions of a room per user (the admin's list of rooms)."""
+        counts: dict[str, int] = {}
+        for s in self._rooms.get(room, ()):
+            if not s.closing:
+                counts[s.user] = counts.get(s.user, 0) + 1
+        return counts
+
     def close_user(self, room: str, user: str, code: int, reason: str) -> list[Closable]:
         """Close a user's sessions of a room after what they were sent."""
         closed = [s for s in self._rooms.get(room, ()) if s.user == user]

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
+from rules.view import new_memo
 from sync_server.cluster.leases import Claim, Leases, Owner, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
 from sync_server.core.limits import Limits
@@ -51,7 +52,7 @@ from sync_server.core.room import (
     RoomCore,
     StaticLog,
 )
-from sync_server.hosting.bus import RoomBus, Sink
+from sync_server.hosting.bus import Message, RoomBus, Sink
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.registry import Closable, Registry
 from sync_server.ops.activity import Activity
@@ -78,6 +79,9 @@ class Command:
     reply: Callable[[dict[str, Any]], None]
     done: Callable[[], None] | None = None
     received: float = 0.0
+    # Told the stored patch and its view before the reply, for a sender that
+    # does not read the room's patches (the HTTP door answers with it).
+    patch_to: Callable[[dict[str, Any], Any], None] | None = None
 
     @property
     def op(self) -> Any:
@@ -93,8 +97,15 @@ class Subscriber(Sink, Closable, Protocol):
     closable for the registry (one object, two narrow interfaces), able to
     take a frame of its own (the welcome, a sync reply)."""
 
+    # Waiting for a snapshot of its view (past a patch's cap of views).
+    stale: bool
+
     def send(self, frame: dict[str, Any]) -> int:
         """Send a frame to this subscriber only; returns the bytes it took."""
+        ...
+
+    def resync(self, message: Message) -> None:
+        """Its snapshot: no longer stale, the room's messages reach it again."""
         ...
 
 
@@ -132,13 +143,30 @@ class Delete:
 
 
 @attrs.define
+class Query:
+    """A read of the room as stored (between batches, never halfway through
+    one): `read(core)`'s value, or its exception, goes to `future`."""
+
+    read: Callable[[RoomCore], Any]
+    future: asyncio.Future[Any]
+
+
+@attrs.define
 class Barrier:
     """Resolved once every item queued before it is done (shutdown, tests)."""
 
     future: asyncio.Future[None]
 
 
-Item = Command | Join | Sync | Delete | Barrier
+@attrs.define
+class Resync:
+    """A subscriber past a patch's cap of views (bus.Message.admit): it gets
+    a snapshot of its view, one per turn of the loop."""
+
+    sink: Subscriber
+
+
+Item = Command | Join | Sync | Query | Delete | Barrier | Resync
 
 
 @attrs.frozen
@@ -188,6 +216,10 @@ class RoomHost:
         # Hellos that found this host and check their token again before
         # they join: the host is not idle meanwhile (not unloaded under them).
         self.hellos = 0
+        # Resync snapshots by view class, at a version: shared by the sinks
+        # of one class until the queue is empty again.
+        self._resyncs: dict[Any, tuple[int, Message]] = {}
+        self._resync_memo: Any = new_memo()  # their status views, likewise
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # What is stored, for callers outside the queue (sessions, demo, admin,
@@ -250,6 +282,8 @@ class RoomHost:
     async def _run(self) -> None:
         while True:
             while not self._items:
+                self._resyncs.clear()
+                self._resync_memo = new_memo()
                 self._wake.clear()
                 await self._wake.wait()
             item = self._items.popleft()
@@ -277,6 +311,11 @@ class RoomHost:
                         raise
                 elif isinstance(item, Sync):
                     self._sync(item)
+                elif isinstance(item, Query):
+                    self._query(item)
+                elif isinstance(item, Resync):
+                    self._resync(item)
+                    await asyncio.sleep(0)  # one per turn: other rooms in between
                 elif isinstance(item, Delete):
                     await self._delete(item)
                 elif isinstance(item, Barrier) and not item.future.done():
@@ -297,7 +336,7 @@ class RoomHost:
             item = self._items.popleft()
             if isinstance(item, Command):
                 self._answer(item, protocol.error(code, message, item.cmd_id), code)
-            elif isinstance(item, Join | Delete):
+            elif isinstance(item, Join | Delete | Query):
                 if not item.future.done():
                     item.future.set_exception(RoomClosed(self.room_id))
             elif isinstance(item, Barrier):
@@ -334,13 +373,25 @@ class RoomHost:
         """Perform the core's outputs in order; one failure (a sink, a
         callback) never skips the rest."""
         services = self.services
+        published: Publish | None = None
         for out in outputs:
             try:
-                if isinstance(out, Publish):
-                    services.bus.publish(self.room_id, out.patch, out.view)
+                if isinstance(out, Publish):  # then the Answer of the command that made it
+                    published = out
+                    services.bus.publish(
+                        self.room_id,
+                        out.patch,
+                        out.view,
+                        max_keys=services.limits.max_view_classes_per_patch,
+                        on_overflow=self._overflow,
+                    )
                     services.metrics.patch()
                 elif isinstance(out, Answer):
-                    self._answer(items[out.index], out.frame, out.outcome)
+                    item = items[out.index]
+                    if published is not None and item.patch_to is not None:
+                        self._hand_patch(item, published)
+                    published = None
+                    self._answer(item, out.frame, out.outcome)
                 elif isinstance(out, CloseUsers):
                     for user in out.users:
                         services.registry.close_user(
@@ -356,6 +407,15 @@ class RoomHost:
                     self.lost(out.why, out.code)
             except Exception:
                 log.exception("room %s: carrying out %s failed", self.room_id, type(out).__name__)
+
+    def _hand_patch(self, item: Command, published: Publish) -> None:
+        """The sender's own patch, for a sender that reads no patches (HTTP);
+        a failure here never keeps its answer from going out."""
+        assert item.patch_to is not None
+        try:
+            item.patch_to(published.patch, published.view)
+        except Exception:
+            log.exception("room %s: the patch of %s not handed over", self.room_id, item.cmd_id)
 
     def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
         try:
@@ -414,6 +474,28 @@ class RoomHost:
         services.registry.add(self.room_id, j.sink)
         j.future.set_result((role, epoch))
 
+    def _overflow(self, sink: Subscriber) -> None:
+        """`sink` was past a patch's cap of views: queue its snapshot. Until
+        it is sent the sink takes no patch (`Outbox.stale`): the snapshot,
+        of the state when it is sent, covers them."""
+        if not self.closed:
+            self._items.append(Resync(sink))
+            self._wake.set()
+
+    def _resync(self, r: Resync) -> None:
+        """A stale subscriber's snapshot: its view of the stored state (no
+        batch is open between items), shared by its view class's sinks."""
+        sink = r.sink
+        if sink.closing or not sink.stale:
+            return
+        viewer = sink.viewer
+        cls = rules.view_class(self.core.state, viewer) if viewer is not None else None
+        cached = self._resyncs.get(cls)
+        if cached is None or cached[0] != self.core.v:
+            frame = protocol.snapshot(self.core.v, self.core.view(viewer, self._resync_memo))
+            cached = self._resyncs[cls] = (self.core.v, Message(frame))
+        sink.resync(cached[1])
+
     def _sync(self, s: Sync) -> None:
         try:
             sent = s.sink.send(self.core.sync_reply(s.since, s.request_id, s.sink.viewer))
@@ -422,6 +504,20 @@ class RoomHost:
         finally:
             if s.done is not None:
                 s.done()
+
+    def _query(self, q: Query) -> None:
+        if q.future.done():
+            return
+        try:
+            q.future.set_result(q.read(self.core))
+        except Exception as exc:
+            q.future.set_exception(exc)
+
+    async def query(self, read: Callable[[RoomCore], Any]) -> Any:
+        """`read(core)` in the room's queue: what it reads is stored."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.submit(Query(read, fut))
+        return await fut
 
     async def _delete(self, d: Delete) -> None:
         try:
@@ -538,7 +634,10 @@ class Rooms:
         load_seq = self.loads
         try:
             stored = await self.services.storage.load_room(
-                room, limits.recent_patches_in_memory, limits.dedup_window_versions
+                room,
+                limits.recent_patches_in_memory,
+                limits.dedup_window_versions,
+                self.services.clock.time() - limits.dedup_window_seconds,
             )
         except BaseException:
             await self._release(room)
@@ -721,6 +820,7 @@ __all__ = [
     "Delete",
     "Join",
     "JoinRefused",
+    "Query",
     "RoomClosed",
     "RoomHost",
     "RoomServices",

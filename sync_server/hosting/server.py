@@ -28,7 +28,8 @@ from websockets.asyncio.server import ServerConnection, serve
 
 import rules
 from sync_server import __version__
-from sync_server.cluster.leases import LeaseKeeper, leases_for
+from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
+from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
 from sync_server.core.limits import (
     MAX_FRAME_BYTES,
@@ -41,9 +42,12 @@ from sync_server.core.ratelimit import Buckets
 from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
 from sync_server.hosting.admin_http import AdminHttp
+from sync_server.hosting.api import Api
 from sync_server.hosting.bus import LocalBus, RoomBus
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.config import Config
+from sync_server.hosting.http1 import door_factory
+from sync_server.hosting.outbox import OutboxBudget
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.rooms import Command, Rooms, RoomServices
 from sync_server.hosting.sessions import Session, SessionDeps
@@ -67,6 +71,23 @@ log = logging.getLogger(__name__)
 SERVER_HEADER = "vtt-sync"
 
 
+# Addresses that friends on other machines cannot use in a link.
+LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", ""})
+
+
+def page_base(ws_url: str) -> str:
+    """ws(s)://host[:port]/path -> http(s)://host[:port]/path/ (the page)."""
+    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    return base.split("#", 1)[0].split("?", 1)[0].rstrip("/") + "/"
+
+
+def api_document(name: str) -> bytes | None:
+    """/api/v1/openapi.json and /api/v1/asyncapi.json, made once."""
+    from sync_server.hosting import apidoc  # built on first request only
+
+    return apidoc.document_bytes(name)
+
+
 class Server:
     """One vtt-sync server."""
 
@@ -85,10 +106,23 @@ class Server:
         self.bus = bus or LocalBus()
         self.registry = Registry()
         self.tokens = RecentTokens(self.limits.token_retry_seconds, self.clock.monotonic)
+        # What all clients may hold unsent together (outbox.py).
+        self.outbox_budget = OutboxBudget(
+            self.limits.outbox_total_max_bytes, self.limits.outbox_room_max_bytes
+        )
         self.storage: Storage = storage or self._default_storage()
         # Who serves which room: the database's leases in cluster mode, or
         # "every room is mine" alone on SQLite (ownership.py).
-        self.leases = leases_for(self.storage)
+        self.leases: Leases = leases_for(self.storage)
+        if config.worker_leases and isinstance(self.storage, SqliteStorage):
+            # A worker on a shared SQLite file: leases in that file.
+            self.leases = SqliteLeases(
+                self.storage,
+                node_id=config.node_id or "pending",
+                public_url=config.public_url or "",
+                lease_seconds=config.lease_seconds,
+                clock=self.clock,
+            )
         self.keeper = LeaseKeeper(self.leases, self._lost_rooms, self.clock)
         self.dice: rules.Dice = config.dice if config.dice is not None else rules.ServerDice()
         self.activity = Activity(config.log_summary_seconds)
@@ -108,7 +142,13 @@ class Server:
             )
         )
         self.admin = Admin(
-            self.storage, self.rooms, self.metrics, self.tokens, self.clock, limits=self.limits
+            self.storage,
+            self.rooms,
+            self.metrics,
+            self.tokens,
+            self.clock,
+            limits=self.limits,
+            room_command=self.room_command,
         )
         self.sessions: set[Session] = set()
         # Admin sessions holding one of the admin slots (reserved at the
@@ -127,6 +167,9 @@ class Server:
         self._deps: SessionDeps | None = None
         self._lock = DataDirLock(config.data_dir)
         self._ws: WsServer | None = None
+        self.api: Api | None = None
+        # Workers mode: the socket every worker accepts on (config.listen_fd).
+        self._shared_ws: WsServer | None = None
         self._closed = False
 
     def _default_storage(self) -> Storage:
@@ -172,7 +215,10 @@ class Server:
         data_dir = self.config.data_dir
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
-            self._lock.acquire()
+            if self.config.lock_fd is not None:
+                self._lock.inherit(self.config.lock_fd)
+            else:
+                self._lock.acquire()
         except OSError as exc:
             raise StorageError(f"cannot use the data directory {data_dir}: {exc}") from exc
         try:
@@ -195,6 +241,13 @@ class Server:
         except BaseException:
             self._lock.release()
             raise
+        if isinstance(self.leases, SqliteLeases):
+            try:
+                await self.leases.open()
+            except BaseException:
+                await self.storage.close()
+                self._lock.release()
+                raise
         await self.rooms.start()
         self._deps = SessionDeps(
             limits=self.limits,
@@ -220,6 +273,7 @@ class Server:
             fast_fanout=self.config.fast_fanout,
             activity=self.activity,
             trusted_proxies=self.config.trusted_proxies,
+            outbox_budget=self.outbox_budget,
         )
         routes = Routes(
             self.config.web,
@@ -227,16 +281,25 @@ class Server:
             self.metrics.render,
             self.metrics.content_type,
             allowed_origins=self.config.allowed_origins,
+            links=self.links,
             trusted_proxies=self.config.trusted_proxies,
             admin=AdminHttp(
-                self.admin_hash, self.storage.export_room, self._deps.hello_failures, self.clock
+                self.admin_hash,
+                self.storage.export_room,
+                self._deps.hello_failures,
+                self.clock,
+                room_list=self.room_list,
+                metrics=self.metrics.render_admin,
+                metrics_type=self.metrics.content_type,
             ).handle,
         )
-        self._ws = await serve(
-            self._handle,
-            self.config.host,
-            self.config.port,
-            subprotocols=list(protocol.SUBPROTOCOLS),  # type: ignore[arg-type]
+        # The HTTP API (/api/...): the second door to the same rooms, on the
+        # same socket (http1.py: a Door hands every other request to websockets).
+        self.api = Api(
+            self._deps, allowed_origins=self.config.allowed_origins, documents=api_document
+        )
+        options: dict[str, Any] = dict(
+            subprotocols=list(protocol.SUBPROTOCOLS),
             select_subprotocol=cast(Any, select_subprotocol),  # codec stays websockets-free
             process_request=routes.process_request,
             # Frames are small and encoded once for everyone; per-connection
@@ -252,7 +315,12 @@ class Server:
             # Our name only: no library or Python versions for a scanner.
             server_header=SERVER_HEADER,
             ssl=None if self.tls is None else self.tls.context,
+            create_connection=door_factory(self.api.connection),
         )
+        self._ws = await serve(self._handle, self.config.host, self.config.port, **options)
+        if self.config.listen_fd is not None:
+            shared = socket.socket(fileno=self.config.listen_fd)
+            self._shared_ws = await serve(self._handle, sock=shared, **options)
         if self.cluster:
             if not self.leases.public_url:
                 host = self.config.host
@@ -289,6 +357,33 @@ class Server:
         return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}"
 
     @property
+    def page_url(self) -> str:
+        """The tracker page's address for links (ends with '/'): the public
+        URL's when set, else the address bound (https with TLS; a wildcard
+        address as 127.0.0.1, which only this machine reaches)."""
+        return page_base(self.config.public_url or self._bound_url())
+
+    @property
+    def links_local(self) -> bool:
+        """Whether the links name an address only this machine reaches: no
+        public URL, and a loopback or wildcard address bound."""
+        return self.config.public_url is None and self.config.host in LOOPBACK_OR_ANY
+
+    def _bound_url(self) -> str:
+        host = self.config.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}/"
+
+    def links(self) -> dict[str, Any]:
+        """`GET /links.json`: where links should point. `page` is null when
+        no public URL is set (the page then uses its own address)."""
+        public = self.config.public_url
+        return {"page": None if public is None else page_base(public)}
+
+    @property
     def http_url(self) -> str:
         return "http" + self.url[2:]
 
@@ -320,6 +415,8 @@ class Server:
         drain = self.limits.shutdown_drain_seconds
         if self._ws is not None:
             self._ws.server.close()  # stop accepting; open connections stay
+        if self._shared_ws is not None:
+            self._shared_ws.server.close()  # the other workers go on accepting
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await self.rooms.drain()
@@ -333,16 +430,21 @@ class Server:
         for session in list(self.sessions):
             if session.outbox is not None:
                 session.outbox.close_after(code, reason)
+        if self.api is not None:
+            await self.api.close(code, reason)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain):
                 await asyncio.gather(
                     *(s.outbox.flushed() for s in list(self.sessions) if s.outbox is not None),
                     return_exceptions=True,
                 )
-        if self._ws is not None:
-            self._ws.close(code=code, reason=reason)
-            await self._ws.wait_closed()
+        for ws in (self._ws, self._shared_ws):
+            if ws is not None:
+                ws.close(code=code, reason=reason)
+                await ws.wait_closed()
         await self.rooms.stop()
+        if isinstance(self.leases, SqliteLeases):
+            await self.leases.close()
         await self.storage.close()
         self._lock.release()
         self.activity.close()
@@ -378,6 +480,38 @@ class Server:
         }
 
     # --- in-process commands (CLI --demo, tests) -------------------------
+
+    async def room_list(self) -> list[dict[str, Any]]:
+        """The admin's list of rooms (`GET /admin/rooms`, `vtt-sync admin
+        rooms`): each room's id, name, version, last activity (the wall
+        time its head was written; null at version 0), creation time, and
+        who is connected to this server (user, name, role, sessions). A
+        room loaded here shows its live name; the others are not loaded."""
+        out = []
+        for summary in await self.storage.room_summaries():
+            host = self.rooms.hosts.get(summary.room)
+            users = host.state.get("users", {}) if host is not None else {}
+            name = host.state.get("name") if host is not None else summary.name
+            connected = [
+                {
+                    "user": uid,
+                    "name": users.get(uid, {}).get("name"),
+                    "role": users.get(uid, {}).get("role"),
+                    "sessions": n,
+                }
+                for uid, n in sorted(self.registry.users(summary.room).items())
+            ]
+            out.append(
+                {
+                    "room": summary.room,
+                    "name": name,
+                    "v": summary.v if host is None else max(summary.v, host.v),
+                    "last_activity": summary.last_activity,
+                    "created": summary.created,
+                    "connected": connected,
+                }
+            )
+        return out
 
     async def admin_command(
         self, op: str, args: dict[str, Any], cmd_id: str | None = None

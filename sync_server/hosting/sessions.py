@@ -55,7 +55,7 @@ from sync_server.core.session import (
 from sync_server.hosting.admin import ADMIN_USER
 from sync_server.hosting.bus import RoomBus
 from sync_server.hosting.clock import Clock
-from sync_server.hosting.outbox import Outbox
+from sync_server.hosting.outbox import Outbox, OutboxBudget
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
 from sync_server.hosting.web import peer_of
@@ -149,12 +149,23 @@ class SessionDeps:
     activity: Activity | None = None
     # Reverse proxies whose X-Forwarded-For names the client (web.client_address).
     trusted_proxies: frozenset[str] = frozenset()
+    # What all clients may hold unsent, per room and server-wide (outbox.py).
+    outbox_budget: OutboxBudget | None = None
+
     # Reserves each hello's failure in `hello_failures` at accept (HelloGate).
     hello_gate: HelloGate = attrs.field(
         default=attrs.Factory(
             lambda self: HelloGate(self.hello_failures, self.clock), takes_self=True
         )
     )
+
+
+def request_bucket(deps: SessionDeps, role: str | None, room: str, user: str) -> TokenBucket | None:
+    """The request allowance of `user` in `room`, shared by all of that
+    user's sessions and HTTP requests (GM and admin: their own rate,
+    unlimited by default)."""
+    buckets = deps.gm_buckets if role in ("gm", "admin") else deps.buckets
+    return None if buckets is None else buckets.get((room, user), deps.clock.monotonic())
 
 
 class Session:
@@ -404,7 +415,7 @@ class Session:
             )
             return core.refused(refusal)
         charge = None if bucket is None else self._charger(bucket)
-        outbox = self._new_outbox(user)
+        outbox = self._new_outbox(user, room)
         fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
         try:
             host.submit(Join(outbox, user, join.since, fut, charge, digest))
@@ -422,10 +433,7 @@ class Session:
         return core.joined(role, self.bucket)
 
     def _bucket(self, role: str | None, room: str, user: str) -> TokenBucket | None:
-        """The request allowance of `user` in `room`, shared by all of that
-        user's sessions (GM and admin: their own rate, unlimited by default)."""
-        buckets = self.deps.gm_buckets if role in ("gm", "admin") else self.deps.buckets
-        return None if buckets is None else buckets.get((room, user), self.deps.clock.monotonic())
+        return request_bucket(self.deps, role, room, user)
 
     def _charger(self, bucket: TokenBucket) -> Callable[[float], None]:
         def charge(cost: float) -> None:
@@ -445,7 +453,7 @@ class Session:
         self.bucket = self._bucket("admin", "", ADMIN_USER)
         log.debug("admin session connected")
 
-    def _new_outbox(self, user: str) -> Outbox:
+    def _new_outbox(self, user: str, room: str | None = None) -> Outbox:
         limits = self.deps.limits
         return Outbox(
             self.ws,
@@ -456,6 +464,8 @@ class Session:
             fast=self.deps.fast_fanout,
             on_sent=self.deps.metrics.frames,
             on_too_slow=self._too_slow,
+            budget=self.deps.outbox_budget,
+            room=room,
         )
 
     def _too_slow(self) -> None:

@@ -6,12 +6,15 @@ its method (websockets 17 parses any method and refuses only requests with
 a body); a GET that asks for a WebSocket upgrade goes on to the handshake
 (return None), any other request is answered here:
 
+- GET /links.json: where the links the page shows should point (the
+  public URL, `--public-url`, or null: the page's own address);
 - GET and HEAD (HEAD: the same status and headers, no body), so that uptime
   checks that send HEAD see the server up;
 - OPTIONS: 204 with `Allow` (and the CORS answer for a configured origin);
 - any other method: 405 with `Allow`. (A request that carries a body, a POST
   with data say, is closed by websockets before it reaches us: it reads no
-  request bodies. docs/deploy.md says so.)
+  request bodies. The HTTP API under /api/ never comes here: the door in
+  http1.py hands those requests to h11, which reads them.)
 
 Static files are whitelisted: only regular files found directly in the
 web directory, by exact name, so no path can climb out of it. They carry
@@ -206,6 +209,7 @@ class Routes:
         allowed_origins: frozenset[str] = frozenset(),
         trusted_proxies: frozenset[str] = frozenset(),
         admin: Callable[[str, str, Request, str], Awaitable[Response]] | None = None,
+        links: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.web_dir = web_files(web)
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
@@ -214,6 +218,7 @@ class Routes:
         self.metrics = metrics
         self.metrics_type = metrics_type
         self.admin = admin
+        self.links = links
 
     def process_request(
         self, connection: Any, request: Request
@@ -288,6 +293,11 @@ class Routes:
             return response(status, json.dumps(health).encode(), "application/json")
         if path == "/metrics":
             return response(200, self.metrics(), self.metrics_type)
+        if path == "/links.json":  # where the links the page shows point (no secret)
+            links = self.links() if self.links is not None else {"page": None}
+            return response(
+                200, json.dumps(links).encode(), "application/json", self._cors(request)
+            )
         if path in ("/", "/index.html"):
             page = self._file("index.html", self._cors(request))
             if page is None:

@@ -1,20 +1,24 @@
-"""`vtt-sync admin`: back up the database, export a room, import a room.
+"""`vtt-sync admin`: list rooms, reissue a GM's link, back up the database,
+export a room, import a room.
 
+    vtt-sync admin rooms                          # name, version, activity, who is on
+    vtt-sync admin gm-link ROOM                   # a new link for the room's GM
     vtt-sync admin export ROOM > room.json        # from the running server
     vtt-sync admin import room.json [--replace]   # into the running server
     vtt-sync admin backup FILE [--data-dir DIR]   # the whole database, online
 
 Where each runs, and why:
 
-- `export` and `import` talk to the running server (--url, the admin token
+- `rooms`, `gm-link`, `export` and `import` talk to the running server (--url, the admin token
   from --token, VTT_SYNC_ADMIN_TOKEN or the data directory's admin_token
   file), from this host or another one, through a reverse proxy or TLS
   (--ca-file). Only the running server can take a room in or out
   consistently: it knows which rooms exist, serves the imported room at
   once, and replaces a room in use without losing a command. The export
-  is one HTTP GET (`/admin/export`, the token in a header); the import is
-  `import_room` commands on an admin session, the file in parts (a client
-  frame is at most 64 KiB).
+  and the list are HTTP GETs (`/admin/export`, `/admin/rooms`, the token in
+  a header); the import is `import_room` commands on an admin session, the
+  file in parts (a client frame is at most 64 KiB), and `gm-link` the
+  `reissue_gm_link` command.
 - `backup` reads the database file itself (SQLite's online backup API on a
   connection of its own): consistent as of one instant while the server
   keeps serving (WAL: readers and the writer do not wait for each other),
@@ -29,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import datetime
 import json
 import os
 import secrets
@@ -37,6 +43,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +70,13 @@ class AdminError(Exception):
 def add_parser(sub: Any) -> None:
     admin = sub.add_parser(
         "admin",
-        help="back up the database, export or import a room",
+        help="list rooms, a GM's new link, back up the database, export or import a room",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    tasks = admin.add_subparsers(dest="task", required=True, metavar="{export,import,backup}")
+    tasks = admin.add_subparsers(
+        dest="task", required=True, metavar="{rooms,gm-link,export,import,backup}"
+    )
 
     def server_options(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -97,6 +106,18 @@ def add_parser(sub: Any) -> None:
         )
         p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
 
+    rooms = tasks.add_parser(
+        "rooms", help="every room: name, version, last activity, who is connected"
+    )
+    rooms.add_argument("--json", action="store_true", help="the list as JSON")
+    server_options(rooms)
+    gm_link = tasks.add_parser(
+        "gm-link",
+        help="a new link for a room's GM who lost theirs (the old one stops working)",
+    )
+    gm_link.add_argument("room", help="the room's id")
+    gm_link.add_argument("--user", default=None, help="which GM (default: the room's first)")
+    server_options(gm_link)
     export = tasks.add_parser(
         "export", help="write a room's file (state, log, users) to stdout or --out"
     )
@@ -114,11 +135,16 @@ def add_parser(sub: Any) -> None:
     imp.add_argument(
         "--replace",
         action="store_true",
-        help="replace the room if it exists (default: refuse); its users reconnect",
+        help="replace the room if it exists (default: refuse); its sessions close and, "
+        "unless the file holds token hashes, everyone needs the new link printed",
     )
     server_options(imp)
     backup = tasks.add_parser("backup", help="copy the whole database (online, consistent) to FILE")
-    backup.add_argument("file", help="where the copy goes (written whole, then renamed)")
+    backup.add_argument(
+        "file",
+        help="where the copy goes (written whole, then renamed); a directory: a file "
+        "vtt-sync-TIME.sqlite3 in it",
+    )
     backup.add_argument(
         "--data-dir",
         default=None,
@@ -170,26 +196,31 @@ def _ssl(ns: argparse.Namespace) -> ssl.SSLContext | None:
 # --- export -------------------------------------------------------------------
 
 
-def export(ns: argparse.Namespace) -> int:
+def _admin_get(ns: argparse.Namespace, path: str, query: dict[str, str], what: str) -> bytes:
+    """One admin HTTP GET (the admin token in a header); its body."""
     _, base = _urls(ns)
-    query = {"room": ns.room}
-    if ns.with_token_hashes:
-        query["token_hashes"] = "1"
-    url = base + "admin/export?" + urllib.parse.urlencode(query)
+    url = base + path + ("?" + urllib.parse.urlencode(query) if query else "")
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {_admin_token(ns)}"})
     try:
         with urllib.request.urlopen(request, timeout=ns.timeout, context=_ssl(ns)) as r:
-            body = r.read()
+            return r.read()
     except urllib.error.HTTPError as exc:
         try:
             message = json.loads(exc.read()).get("error", exc.reason)
         except ValueError:
             message = exc.reason
         code = EXIT_CONNECTION if exc.code in (401, 429) else EXIT_REFUSED
-        raise AdminError(f"export refused ({exc.code}): {message}", code)
+        raise AdminError(f"{what} refused ({exc.code}): {message}", code)
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise AdminError(f"cannot reach {base}: {reason}", EXIT_CONNECTION)
+
+
+def export(ns: argparse.Namespace) -> int:
+    query = {"room": ns.room}
+    if ns.with_token_hashes:
+        query["token_hashes"] = "1"
+    body = _admin_get(ns, "admin/export", query, "export")
     if ns.out:
         tmp = Path(ns.out + ".part")
         tmp.write_bytes(body)
@@ -209,17 +240,15 @@ def export(ns: argparse.Namespace) -> int:
 # --- import -------------------------------------------------------------------
 
 
-async def _import(ns: argparse.Namespace, text: str, room: str) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def _admin_session(ns: argparse.Namespace) -> AsyncIterator[tuple[Any, Any, str]]:
+    """An admin session on the running server: (socket, codec, its URL),
+    past the welcome; its failures are AdminErrors that say what to do."""
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
     ws_url, _ = _urls(ns)
     codec = CODECS[protocol.MSGPACK]
-    parts = [text[i : i + IMPORT_CHUNK_CHARS] for i in range(0, len(text), IMPORT_CHUNK_CHARS)]
-    upload = "imp-" + secrets.token_hex(6)
-    base = {"room": room, "upload": upload, "parts": len(parts)}
-    if ns.replace:
-        base["replace"] = True
     kw: dict[str, Any] = {}
     context = _ssl(ns)
     if context is not None:
@@ -234,7 +263,12 @@ async def _import(ns: argparse.Namespace, text: str, room: str) -> dict[str, Any
                 **kw,
             )
     except (OSError, InvalidHandshake, TimeoutError) as exc:
-        raise AdminError(f"cannot connect to {ws_url}: {exc}", EXIT_CONNECTION)
+        reason = (
+            "connection refused (is `vtt-sync serve` running?)"
+            if isinstance(exc, ConnectionRefusedError)
+            else str(exc)
+        )
+        raise AdminError(f"cannot connect to {ws_url}: {reason}", EXIT_CONNECTION)
     try:
         async with asyncio.timeout(ns.timeout):
             handshake = frames.Handshake(_admin_token(ns))
@@ -243,30 +277,103 @@ async def _import(ns: argparse.Namespace, text: str, room: str) -> dict[str, Any
             if not isinstance(outcome, frames.Welcome):
                 said = outcome.error.message if isinstance(outcome, frames.Refused) else outcome
                 raise AdminError(f"the server refused the admin token: {said}", EXIT_CONNECTION)
-            last: dict[str, Any] = {}
-            sent = 0
-            acked = 0
-            while acked < len(parts):
-                while sent < len(parts) and sent - acked < IMPORT_WINDOW:
-                    args = {**base, "part": sent, "data": parts[sent]}
-                    frame = protocol.cmd(f"{upload}-{sent}", "import_room", args)
-                    await ws.send(codec.encode(frame))
-                    sent += 1
-                reply = frames.parse_server(codec.decode(await ws.recv()))
-                if isinstance(reply, frames.Error):
-                    raise AdminError(
-                        f"import refused ({reply.code}): {reply.message}", EXIT_REFUSED
-                    )
-                if isinstance(reply, frames.Ack):
-                    acked += 1
-                    last = reply.result
-            return dict(last)
+            yield ws, codec, ws_url
     except ConnectionClosed as exc:
         raise AdminError(f"the server closed the session: {exc}", EXIT_CONNECTION)
     except TimeoutError:
         raise AdminError(f"no answer from {ws_url} within {ns.timeout:g} s", EXIT_CONNECTION)
     finally:
         await ws.close()
+
+
+def _refusal(frame: dict[str, Any], what: str) -> AdminError:
+    return AdminError(f"{what} refused ({frame.get('code')}): {frame.get('message')}", EXIT_REFUSED)
+
+
+async def _import(ns: argparse.Namespace, text: str, room: str) -> dict[str, Any]:
+    parts = [text[i : i + IMPORT_CHUNK_CHARS] for i in range(0, len(text), IMPORT_CHUNK_CHARS)]
+    upload = "imp-" + secrets.token_hex(6)
+    base = {"room": room, "upload": upload, "parts": len(parts)}
+    if ns.replace:
+        base["replace"] = True
+    async with _admin_session(ns) as (ws, codec, _):
+        last: dict[str, Any] = {}
+        sent = 0
+        acked = 0
+        while acked < len(parts):
+            while sent < len(parts) and sent - acked < IMPORT_WINDOW:
+                args = {**base, "part": sent, "data": parts[sent]}
+                frame = protocol.cmd(f"{upload}-{sent}", "import_room", args)
+                await ws.send(codec.encode(frame))
+                sent += 1
+            reply = frames.parse_server(codec.decode(await ws.recv()))
+            if isinstance(reply, frames.Error):
+                raise _refusal(reply.raw, "import")
+            if isinstance(reply, frames.Ack):
+                acked += 1
+                last = reply.result
+        return dict(last)
+
+
+# --- rooms, gm-link ---------------------------------------------------------------
+
+
+def _when(ts: Any) -> str:
+    if not isinstance(ts, (int, float)):
+        return "never"
+    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def rooms(ns: argparse.Namespace) -> int:
+    listed = json.loads(_admin_get(ns, "admin/rooms", {}, "the list of rooms"))["rooms"]
+    if ns.json:
+        print(json.dumps(listed, indent=2, ensure_ascii=False), flush=True)
+        return EXIT_OK
+    if not listed:
+        print("no rooms yet: `vtt-sync client create-room NAME` makes one", file=sys.stderr)
+        return EXIT_OK
+    rows = [("ROOM", "NAME", "VERSION", "LAST ACTIVITY", "CONNECTED")]
+    for r in listed:
+        who = ", ".join(
+            f"{c.get('name') or c['user']} ({c.get('role') or '?'})"
+            + (f" x{c['sessions']}" if c.get("sessions", 1) > 1 else "")
+            for c in r["connected"]
+        )
+        rows.append((r["room"], r.get("name") or "", str(r["v"]), _when(r["last_activity"]), who))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + row[4])
+    return EXIT_OK
+
+
+async def _gm_link(ns: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    args = {"room": ns.room}
+    if ns.user:
+        args["user"] = ns.user
+    async with _admin_session(ns) as (ws, codec, ws_url):
+        await ws.send(
+            codec.encode(protocol.cmd("gm-" + secrets.token_hex(6), "reissue_gm_link", args))
+        )
+        while True:
+            reply = frames.parse_server(codec.decode(await ws.recv()))
+            if isinstance(reply, frames.Error):
+                raise _refusal(reply.raw, "a new GM link")
+            if isinstance(reply, frames.Ack):
+                return dict(reply.result), ws_url
+
+
+def gm_link(ns: argparse.Namespace) -> int:
+    from client_stub.cli import page_link, public_page
+
+    result, ws_url = asyncio.run(_gm_link(ns))
+    link = page_link(ws_url, result["room"], result["gm_token"], public_page(ws_url, _ssl(ns)))
+    print(
+        f"room {result['room']!r}: a new link for its GM {result['user']} (the old one no "
+        "longer works; it holds the GM's token: give it to them only):",
+        file=sys.stderr,
+    )
+    print(link, flush=True)
+    return EXIT_OK
 
 
 def import_(ns: argparse.Namespace) -> int:
@@ -291,9 +398,10 @@ def import_(ns: argparse.Namespace) -> int:
     )
     tokens = result.get("tokens") or {}
     if tokens:
-        from client_stub.cli import page_link
+        from client_stub.cli import page_link, public_page
 
         ws_url, _ = _urls(ns)
+        page = public_page(ws_url, _ssl(ns))
         users = (doc.get("state") or {}).get("users") or {}
         print(
             "every user has a new token; their links (each holds a token: give each to its "
@@ -304,7 +412,7 @@ def import_(ns: argparse.Namespace) -> int:
             user = users.get(uid, {})
             print(
                 f"{uid}\t{user.get('role', '?')}\t{user.get('name', '?')}\t"
-                f"{page_link(ws_url, result['room'], token)}",
+                f"{page_link(ws_url, result['room'], token, page)}",
                 flush=True,
             )
     return EXIT_OK
@@ -318,18 +426,29 @@ def backup(ns: argparse.Namespace) -> int:
     from sync_server.storage.sqlite import DB_FILE, backup_database
 
     source = _data_dir(ns) / DB_FILE
+    dest = Path(ns.file)
+    if dest.is_dir():  # a directory: the copy goes in it, named after the time
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+        dest = dest / f"vtt-sync-{stamp}.sqlite3"
+    if not dest.parent.is_dir():
+        raise AdminError(
+            f"cannot write the backup to {dest}: no directory {dest.parent}", EXIT_USAGE
+        )
     try:
-        backup_database(source, Path(ns.file))
+        backup_database(source, dest)
     except StorageError as exc:
         raise AdminError(str(exc), EXIT_REFUSED if source.exists() else EXIT_USAGE)
-    size = Path(ns.file).stat().st_size
-    print(f"database backed up to {ns.file} ({size} bytes, integrity checked)", file=sys.stderr)
+    except OSError as exc:  # the destination cannot be written
+        raise AdminError(f"cannot write the backup to {dest}: {exc}", EXIT_USAGE)
+    size = dest.stat().st_size
+    print(f"database backed up to {dest} ({size} bytes, integrity checked)", file=sys.stderr)
     return EXIT_OK
 
 
 def main(ns: argparse.Namespace) -> int:
     try:
-        return {"export": export, "import": import_, "backup": backup}[ns.task](ns)
+        tasks = {"rooms": rooms, "gm-link": gm_link, "export": export, "import": import_}
+        return {**tasks, "backup": backup}[ns.task](ns)
     except AdminError as exc:
         print(f"vtt-sync admin: {exc}", file=sys.stderr, flush=True)
         return exc.code

@@ -25,7 +25,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sync_server import __version__
@@ -108,9 +108,13 @@ def serve_main(args: argparse.Namespace) -> int:
         redact.add(config.admin_token)
     out.redact = redact
     print_configuration(out, resolved)
+    if resolved["workers"] > 1:
+        from sync_server.ops import workers  # only the supervisor needs it
+
+        return workers.supervise(config, resolved, out, redact)
     tune_gc()
     try:
-        return asyncio.run(_serve(config, resolved, out, redact))
+        return asyncio.run(serve(config, resolved["demo"], out, redact))
     except (StorageError, WeakAdminToken, settings.SettingError) as exc:
         out.error(f"vtt-sync: {exc}")
         return 2
@@ -136,9 +140,16 @@ def print_configuration(out: logs.Output, resolved: settings.Resolved) -> None:
         out.say(f"  {name:<{width}}  {shown}  ({source})")
 
 
-async def _serve(
-    config: Config, resolved: settings.Resolved, out: logs.Output, redact: logs.Redact
+async def serve(
+    config: Config,
+    demo: bool,
+    out: logs.Output,
+    redact: logs.Redact,
+    worker: Callable[[Any, asyncio.Event], None] | None = None,
 ) -> int:
+    """Run one server until SIGINT or SIGTERM. `worker` (workers mode):
+    told the server and the stop event once it listens, instead of the
+    listening line (the supervisor prints that one)."""
     from sync_server.hosting.server import Server
     from sync_server.ops.demo import ensure_demo, page_url
 
@@ -163,7 +174,7 @@ async def _serve(
             else:
                 print(f"admin token (generated, shown once; stored in {where}):")
                 print(f"  {srv.admin_token}", flush=True)
-        if resolved["demo"]:
+        if demo:
             people = await ensure_demo(srv)
             if out.json:
                 out.say(
@@ -176,7 +187,17 @@ async def _serve(
                     p = people[key]
                     print(f"  {p['role']:<8} {p['name']:<18} token {p['token']}")
                     print(f"           {page_url(srv, p['token'])}", flush=True)
-        out.say(f"vtt-sync listening on {srv.url}", event="listening", url=srv.url)
+        out.say(f"page:       {srv.page_url}  (open a room's link)", event="page", url=srv.page_url)
+        out.say(f"admin page: {srv.page_url}admin.html  (create rooms with the admin token)")
+        if srv.links_local:
+            out.say(
+                "links name this machine only; for players elsewhere set --public-url "
+                "(the address they reach, e.g. wss://vtt.example/): docs/deploy.md"
+            )
+        if worker is not None:
+            worker(srv, stop)
+        else:
+            out.say(f"vtt-sync listening on {srv.url}", event="listening", url=srv.url)
         await stop.wait()
         if config.drain_seconds > 0:
             srv.draining = True

@@ -153,9 +153,5 @@ async def _rotate_all(srv: Server, path: Any) -> dict[str, dict[str, str]]:
 
 
 def page_url(srv: Server, token: str, room: str = DEMO_ROOM) -> str:
-    host = srv.config.host
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{srv.port}/#room={room}&token={token}"
+    """A page link for the demo: on the public URL when set, https with TLS."""
+    return f"{srv.page_url}#room={room}&token={token}"

@@ -3,6 +3,12 @@
 Not the global registry: tests run several servers in one process, and each
 must count only its own traffic.
 
+Two expositions: `/metrics` is public and coarse (commands by outcome,
+patches, frames, timings: counts that say nothing of what a command was);
+`/admin/metrics` adds the commands by op, behind the admin token, since a
+count by op names what each version was, even one whose patch a viewer gets
+empty.
+
 The per-command and per-frame counts (commands by op and outcome, patches,
 frames sent: about ten per command) are plain integer additions on the hot
 path; `render` folds them into the Prometheus counters before each scrape.
@@ -48,8 +54,16 @@ class Metrics:
         self.rooms = Gauge("vtt_rooms", "Rooms that exist", registry=r)
         self.rooms_loaded = Gauge("vtt_rooms_loaded", "Rooms loaded in memory", registry=r)
         self.connections = Gauge("vtt_connections", "Authenticated connections", registry=r)
-        self.commands = Counter(
-            "vtt_commands", "Commands by op and outcome", ["op", "outcome"], registry=r
+        self.commands = Counter("vtt_commands", "Commands by outcome", ["outcome"], registry=r)
+        # By op: behind the admin token (`/admin/metrics`), in a registry of
+        # its own. Public, a count by op tells a watcher what each version
+        # was, an empty patch included (a player's view hides it).
+        self.op_registry = CollectorRegistry(auto_describe=True)
+        self.op_commands = Counter(
+            "vtt_op_commands",
+            "Commands by op and outcome (admin only)",
+            ["op", "outcome"],
+            registry=self.op_registry,
         )
         self.command_seconds = Histogram(
             "vtt_command_seconds",
@@ -71,6 +85,11 @@ class Metrics:
         self.rate_limited = Counter(
             "vtt_rate_limited", "Frames refused by the rate limit", registry=r
         )
+        self.http_requests = Counter(
+            "vtt_http_requests", "HTTP API requests by route and status", ["route", "status"],
+            registry=r,
+        )  # fmt: skip
+        self.sse_streams = Gauge("vtt_sse_streams", "Open Server-Sent Events streams", registry=r)
         # Counted here, folded into the counters above by `fold`.
         self._commands: Tally[tuple[str, str]] = Tally()
         self._patches = 0
@@ -81,6 +100,10 @@ class Metrics:
         self._commands[op_label(op), outcome] += 1
         self.command_seconds.observe(seconds)
 
+    def http_request(self, route: str, status: int) -> None:
+        """One HTTP API request answered (a stream: when it ends)."""
+        self.http_requests.labels(route, str(status)).inc()
+
     def patch(self) -> None:
         self._patches += 1
 
@@ -90,8 +113,12 @@ class Metrics:
 
     def fold(self) -> None:
         """Move the plain counts into the Prometheus counters."""
+        outcomes: Tally[str] = Tally()
         for (op, outcome), n in self._commands.items():
-            self.commands.labels(op, outcome).inc(n)
+            self.op_commands.labels(op, outcome).inc(n)
+            outcomes[outcome] += n
+        for outcome, n in outcomes.items():
+            self.commands.labels(outcome).inc(n)
         self._commands.clear()
         if self._patches:
             self.patches.inc(self._patches)
@@ -101,5 +128,11 @@ class Metrics:
             self._frames_sent = 0
 
     def render(self) -> bytes:
+        """The public exposition (`/metrics`): counts, no op names."""
         self.fold()
         return generate_latest(self.registry)
+
+    def render_admin(self) -> bytes:
+        """The admin's (`/admin/metrics`): the public one and the counts by op."""
+        self.fold()
+        return generate_latest(self.registry) + generate_latest(self.op_registry)

@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from sync_server.cluster.leases import LEASE_SECONDS
-from sync_server.core.limits import PLAYER_BURST, PLAYER_RATE_PER_SECOND
+from sync_server.core.limits import MAX_WORKERS, PLAYER_BURST, PLAYER_RATE_PER_SECOND
 from sync_server.core.ratelimit import RateSpec
 
 ENV_PREFIX = "VTT_SYNC_"
@@ -227,8 +227,13 @@ def _show_dsn(dsn: str) -> str:
 
 
 def _ws_url(s: str) -> str:
+    """A ws:// or wss:// URL; the page's http(s):// address is taken too."""
+    if s.startswith("https://"):
+        s = "wss://" + s[len("https://") :]
+    elif s.startswith("http://"):
+        s = "ws://" + s[len("http://") :]
     if not s.startswith(("ws://", "wss://")):
-        raise ValueError(f"expected a ws:// or wss:// URL, got {s!r}")
+        raise ValueError(f"expected a ws:// or wss:// URL (or the page's https://), got {s!r}")
     return s
 
 
@@ -373,8 +378,9 @@ SETTINGS: tuple[Setting, ...] = (
             show=lambda v: "none (the address bound)" if v is None else v,
         ),
         None,
-        "cluster mode: this node's address for clients (redirects name it), "
-        "e.g. wss://node-2.example:8765/",
+        "the address players reach this server at, e.g. wss://vtt.example/ or "
+        "https://vtt.example/vtt/ behind a proxy: every link printed or shown uses it "
+        "(demo, create-room, invitations); cluster mode: this node's address in redirects",
         metavar="URL",
     ),
     _server(
@@ -395,6 +401,14 @@ SETTINGS: tuple[Setting, ...] = (
         LEASE_SECONDS,
         "cluster mode: a room's lease; a dead node's rooms move after at most this long",
         metavar="SECONDS",
+    ),
+    Setting(
+        "workers",
+        _integer(1, MAX_WORKERS),
+        1,
+        "server processes on this machine, on the same data: one per core; each room is "
+        "served by one of them, the others redirect its clients there (docs/cluster.md)",
+        metavar="N",
     ),
     Setting(
         "log_level",

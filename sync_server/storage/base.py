@@ -34,7 +34,15 @@ from typing import Any, Protocol
 import attrs
 
 from rules.patch import apply_ops
-from rules.view import Viewer, private_owners, restricted, view_patch
+from rules.view import (
+    CLASS_PUBLIC,
+    PatchClasses,
+    Viewer,
+    new_memo,
+    private_owners,
+    restricted,
+    view_patch,
+)
 
 
 class StorageError(Exception):
@@ -117,10 +125,18 @@ def version_views(
     the rules say no viewer's patch differs from the plain one."""
     if not restricted(ops, events, before, after):
         return None
-    public = list(view_patch(before, after, ops, events, PUBLIC_VIEWER))
+    memo = new_memo()  # status views shared by the renders of this version
+    public = list(view_patch(before, after, ops, events, PUBLIC_VIEWER, memo))
     players: dict[str, list[Any]] = {}
+    # A player whom the patch does not concern gets the public view: only the
+    # others are rendered (a room of 98 players owning status patients costs
+    # two renders for a hit on one NPC, not 99).
+    classes = PatchClasses(before, after, ops, events)
     for user in sorted(private_owners(before) | private_owners(after)):
-        own = list(view_patch(before, after, ops, events, Viewer(user, "player")))
+        viewer = Viewer(user, "player")
+        if classes.key(viewer) == CLASS_PUBLIC:
+            continue
+        own = list(view_patch(before, after, ops, events, viewer, memo))
         if own != public:
             players[user] = own
     return {"public": public, "players": players}
@@ -201,6 +217,7 @@ class DedupEntry:
     cmd_id: str
     v: int
     result: dict[str, Any]
+    ts: float | None = None  # when it was stored (the window's age bound)
 
 
 @attrs.frozen
@@ -245,6 +262,30 @@ def replay(stored: StoredRoom, recent: int) -> LoadedRoom:
         v = row.v
     tail = [row for row in stored.log if row.v > v - recent]
     return LoadedRoom(stored.room, v, state, tail, stored.dedup)
+
+
+@attrs.frozen
+class RoomSummary:
+    """One room as the admin's list shows it, read without loading it: its
+    head version, when it was created and when its head was written (None
+    at version 0), and its name (the latest snapshot's, or that of a rename
+    logged after it)."""
+
+    room: str
+    v: int
+    created: float
+    last_activity: float | None
+    name: str | None
+
+
+def name_after(snapshot_name: Any, renames: Iterable[Any]) -> str | None:
+    """A room's name from its latest snapshot's and the `update_room` args
+    logged after it (oldest first): the last rename wins."""
+    name = snapshot_name if isinstance(snapshot_name, str) else None
+    for args in renames:
+        if isinstance(args, dict) and isinstance(args.get("name"), str):
+            name = args["name"]
+    return name
 
 
 @attrs.frozen
@@ -319,9 +360,12 @@ class Storage(Protocol):
 
     async def admin_result(self, cmd_id: str) -> AdminRecord | None: ...
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         """The room's latest snapshot and log (see `StoredRoom`), with the
-        command ids of its last `dedup_window` versions; None if no such room."""
+        command ids of its last `dedup_window` versions, none stored before
+        `dedup_since` (a wall-clock time); None if no such room."""
         ...
 
     async def commit(
@@ -347,6 +391,11 @@ class Storage(Protocol):
         ...
 
     async def undo_target(self, room: str) -> UndoTarget | None: ...
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        """Every room (by id) as the admin's list shows it (`RoomSummary`),
+        without loading any: one read per room at most."""
+        ...
 
     async def export_room(self, room: str) -> RoomDump | None:
         """Everything stored of `room` (see `RoomDump`), as of one committed

@@ -22,6 +22,7 @@ from sync_server.storage import (
     PatchRow,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
     TokenInUse,
@@ -29,6 +30,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
+from sync_server.storage.base import name_after
 
 
 @attrs.define
@@ -95,17 +97,20 @@ class MemoryStorage:
     async def admin_result(self, cmd_id: str) -> AdminRecord | None:
         return copy.deepcopy(self._admin.get(cmd_id))
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         r = self._rooms.get(room)
         if r is None:
             return None
         snap_v = max(r.snapshots)
         first = min(snap_v, r.head - recent)
         log = [_row(r.versions[v]) for v in sorted(r.versions) if v > first]
+        since = float("-inf") if dedup_since is None else dedup_since
         dedup = [
-            DedupEntry(rec.user, rec.cmd_id, rec.v, copy.deepcopy(rec.result))
+            DedupEntry(rec.user, rec.cmd_id, rec.v, copy.deepcopy(rec.result), rec.ts)
             for v, rec in sorted(r.versions.items())
-            if v > r.head - dedup_window and rec.cmd_id is not None
+            if v > r.head - dedup_window and rec.cmd_id is not None and rec.ts >= since
         ]
         return StoredRoom(room, snap_v, copy.deepcopy(r.snapshots[snap_v]), log, dedup)
 
@@ -164,6 +169,22 @@ class MemoryStorage:
             if rec.undoable and v not in r.undone:
                 return UndoTarget(v, rec.op, rec.user, copy.deepcopy(rec.inverse))
         return None
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        out = []
+        for room, r in sorted(self._rooms.items()):
+            snap_v = max(r.snapshots)
+            renames = [
+                r.versions[v].args
+                for v in sorted(r.versions)
+                if v > snap_v and r.versions[v].op == "update_room"
+            ]
+            head = r.versions.get(r.head)
+            name = name_after(r.snapshots[snap_v].get("name"), copy.deepcopy(renames))
+            out.append(
+                RoomSummary(room, r.head, r.created, None if head is None else head.ts, name)
+            )
+        return out
 
     async def export_room(self, room: str) -> RoomDump | None:
         r = self._rooms.get(room)

@@ -64,6 +64,7 @@ from sync_server.storage import (
     RoomDeleted,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
     TokenInUse,
@@ -71,7 +72,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import backfill_views
+from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -800,7 +801,9 @@ class PgStorage:
             return None
         return AdminRecord(cmd_id, row[0], _unpack(row[1]), _unpack(row[2]), row[3])
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         # One snapshot of the database for the four reads: head, snapshot
         # and log agree even while the owner commits.
         async with (
@@ -825,13 +828,14 @@ class PgStorage:
                 min(snap_v, head - recent),
             )
             dedup_rows = await conn.fetch(
-                "SELECT user_id, cmd_id, v, result FROM versions "
-                "WHERE room = $1 AND v > $2 AND cmd_id IS NOT NULL ORDER BY v",
+                "SELECT user_id, cmd_id, v, result, ts FROM versions "
+                "WHERE room = $1 AND v > $2 AND cmd_id IS NOT NULL AND ts >= $3 ORDER BY v",
                 room,
                 head - dedup_window,
+                float("-inf") if dedup_since is None else dedup_since,
             )
         log_rows = [_patch_row(r) for r in rows]
-        dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3])) for r in dedup_rows]
+        dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4]) for r in dedup_rows]
         return StoredRoom(room, snap_v, _unpack(state), log_rows, dedup)
 
     async def commit(
@@ -970,6 +974,32 @@ class PgStorage:
                 room,
             )
         return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        async with (
+            self._conn() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            rooms = await conn.fetch(
+                "SELECT r.room, r.head, r.created, r.snapshot_v, s.state,"
+                " (SELECT ts FROM versions v WHERE v.room = r.room AND v.v = r.head)"
+                " FROM rooms r LEFT JOIN snapshots s ON s.room = r.room AND s.v = r.snapshot_v"
+                " ORDER BY r.room"
+            )
+            renames = await conn.fetch(
+                "SELECT v.room, v.args FROM versions v JOIN rooms r ON r.room = v.room"
+                " WHERE v.op = 'update_room' AND v.v > r.snapshot_v ORDER BY v.room, v.v"
+            )
+        by_room: dict[str, list[Any]] = {}
+        for row in renames:
+            by_room.setdefault(row[0], []).append(_unpack(row[1]))
+        out = []
+        for room, head, created, _snap_v, state, last in rooms:
+            snap_name = None if state is None else _unpack(state).get("name")
+            out.append(
+                RoomSummary(room, head, created, last, name_after(snap_name, by_room.get(room, [])))
+            )
+        return out
 
     async def export_room(self, room: str) -> RoomDump | None:
         # One snapshot of the database for every read: no commit lands between.

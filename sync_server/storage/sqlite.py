@@ -31,6 +31,7 @@ from sync_server.storage import (
     PatchRow,
     RoomDump,
     RoomExists,
+    RoomSummary,
     StorageError,
     StoredRoom,
     TokenInUse,
@@ -38,7 +39,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import backfill_views
+from sync_server.storage.base import backfill_views, name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,11 @@ def _patch_row(r: Any) -> PatchRow:
     return PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4]), views)
 
 
+def _since(dedup_since: float | None) -> float:
+    """The dedup window's age bound as a query parameter (-inf: none)."""
+    return float("-inf") if dedup_since is None else dedup_since
+
+
 def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
     """(v, packed state) of a room's latest snapshot; every room has one."""
     snap = conn.execute(
@@ -208,6 +214,11 @@ class SqliteStorage:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
+        # Workers mode (cluster/sqlite_leases.py): called with each commit's
+        # room inside its write transaction, before anything is written;
+        # raises Fenced when this process no longer holds the room. None:
+        # alone on the file, nothing to check.
+        self.fence: Callable[[sqlite3.Connection, str], None] | None = None
 
     # --- lifecycle --------------------------------------------------------
 
@@ -442,7 +453,9 @@ class SqliteStorage:
 
         return await self._submit(q, write=False)
 
-    async def load_room(self, room: str, recent: int, dedup_window: int) -> StoredRoom | None:
+    async def load_room(
+        self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
+    ) -> StoredRoom | None:
         def q(conn: sqlite3.Connection) -> StoredRoom | None:
             head_row = conn.execute("SELECT head FROM rooms WHERE room = ?", (room,)).fetchone()
             if head_row is None:
@@ -456,11 +469,11 @@ class SqliteStorage:
             ).fetchall()
             log_rows = [_patch_row(r) for r in rows]
             dedup = [
-                DedupEntry(r[0], r[1], r[2], _unpack(r[3]))
+                DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4])
                 for r in conn.execute(
-                    "SELECT user, cmd_id, v, result FROM versions "
-                    "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL ORDER BY v",
-                    (room, head_row[0] - dedup_window),
+                    "SELECT user, cmd_id, v, result, ts FROM versions "
+                    "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL AND ts >= ? ORDER BY v",
+                    (room, head_row[0] - dedup_window, _since(dedup_since)),
                 )
             ]
             return StoredRoom(room, snap[0], _unpack(snap[1]), log_rows, dedup)
@@ -477,6 +490,8 @@ class SqliteStorage:
         head = expected + len(records)
 
         def w(conn: sqlite3.Connection) -> None:
+            if self.fence is not None:  # workers mode: the room's lease, same transaction
+                self.fence(conn, room)
             moved = conn.execute(
                 "UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (head, room, expected)
             ).rowcount
@@ -559,6 +574,27 @@ class SqliteStorage:
                 (room,),
             ).fetchone()
             return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
+
+        return await self._submit(q, write=False)
+
+    async def room_summaries(self) -> list[RoomSummary]:
+        def q(conn: sqlite3.Connection) -> list[RoomSummary]:
+            out = []
+            rooms = conn.execute(
+                "SELECT r.room, r.head, r.created,"
+                " (SELECT ts FROM versions v WHERE v.room = r.room AND v.v = r.head)"
+                " FROM rooms r ORDER BY r.room"
+            ).fetchall()
+            for room, head, created, last in rooms:
+                snap_v, snap = _latest_snapshot(conn, room)
+                renames = conn.execute(
+                    "SELECT args FROM versions WHERE room = ? AND v > ? AND op = 'update_room'"
+                    " ORDER BY v",
+                    (room, snap_v),
+                )
+                name = name_after(_unpack(snap).get("name"), (_unpack(a[0]) for a in renames))
+                out.append(RoomSummary(room, head, created, last, name))
+            return out
 
         return await self._submit(q, write=False)
 

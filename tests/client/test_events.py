@@ -175,4 +175,66 @@ def test_a_stripped_tend_event_does_not_name_a_patient_it_lacks() -> None:
     text = EventText(example_names())
     assert text.sentence({"kind": "tend", "char": "c1"}) == "Aline's tending changes"
     assert text.sentence({"kind": "turn", "char": "c1"}) == "Aline's turn"
-    assert text.sentence({"kind": "character", "char": "c1"}) == "Aline changes"
+    assert text.sentence({"kind": "character", "char": "c1"}) == "Aline's sheet changes"
+
+
+def status_npc_patches() -> list[tuple[list, list, dict]]:
+    """A GM's NPC (status for players: views) added, then removed, as a
+    player's patches: (ops, events, state after) each."""
+    from rules import diff, view_patch, view_state
+    from tests.helpers.table import SHEET, Table
+
+    t = Table()
+    player = Viewer(t.p1.user, "player")
+    out = []
+    for op, args in (
+        ("add_character", {**SHEET, "name": "Goblin chief"}),
+        ("remove_character", {"char": "c1"}),
+    ):
+        before = t.room.to_dict()
+        done = t.do(op, **args)
+        after = done.room.to_dict()
+        ops, events = view_patch(before, after, diff(before, after), done.events, player)
+        out.append((ops, events, view_state(after, player)))
+    return out
+
+
+def test_a_status_npc_joins_and_leaves_the_table_for_players() -> None:
+    """Stripped to kind and char for a player, the NPC's arrival still reads
+    "joins" (not "changes"): the patch's ops show it, and so its departure."""
+    names = Names()
+    text = EventText(names)
+    said = []
+    for ops, events, state in status_npc_patches():
+        names.update(state)
+        (ev,) = [e for e in events if e["kind"] == "character"]
+        assert set(ev) == {"kind", "char"}  # stripped indeed
+        said.append(text.sentence(text.complete(ev, ops)))
+    assert said == ["Goblin chief joins the table (id c1)", "Goblin chief leaves the table"]
+
+
+@pytest.mark.parametrize(
+    "event,said",
+    [
+        ({"amount": 2, "pv": 0}, "Aline: healing 2 restores nothing (PV already full; "
+         "healing restores PV only)"),
+        ({"amount": 5, "pv": 3}, "Aline regains 3 PV (healing 5)"),
+        ({"amount": 5, "pv": 0, "stabilize": True}, "Aline: healing 5 restores nothing (PV "
+         "already full; healing restores PV only), but stabilizes"),
+    ],
+)  # fmt: skip
+def test_healing_says_what_it_restored(event: dict, said: str) -> None:
+    text = EventText(example_names())
+    assert text.sentence({"kind": "heal", "char": "c1", **event}) == said
+
+
+@pytest.mark.parametrize(
+    "outcome,total,said",
+    [("die", 9, "dies (under 10)"), ("stay", 14, "stays stable (20 would wake)"),
+     ("wake", 21, "wakes up (20 or more)")],
+)  # fmt: skip
+def test_a_stability_check_says_why(outcome: str, total: int, said: str) -> None:
+    ev = {"kind": "roll", "char": "c1", "check": "constitution", "d20": total, "mod": 0}
+    ev |= {"bonus": 0, "total": total, "dc": None, "outcome": outcome, "hour": 3}
+    sentence = EventText(example_names()).sentence(ev)
+    assert sentence == f"Aline rolls Constitution (hour 3): d20 {total} +0 = {total} — {said}"

@@ -28,6 +28,7 @@ import pytest
 from client_stub import Client, tls_context
 from sync_server.ops.cli import main
 from tests.helpers.browser import in_ci
+from tests.helpers.http import EventReader, api, bearer
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN, WAIT, running_server
 
@@ -185,6 +186,34 @@ async def test_the_page_and_the_clients_through_nginx_under_a_sub_path(
                  "--out", str(out)],
             )  # fmt: skip
             assert code == 0 and '"room":"demo"' in out.read_text()
+
+
+async def test_the_http_api_through_nginx_under_a_sub_path(tmp_path: Path) -> None:
+    """Commands, reads and the event stream through the docs' nginx blocks:
+    the body goes up, and the stream comes down as it happens (the docs'
+    `proxy_buffering off`)."""
+    async with LiveTable(tmp_path / "data") as table:
+        with nginx(table.port, tmp_path / "nginx") as proxy:
+            async with api(proxy + PREFIX.rstrip("/")) as c:
+                path = f"/api/v1/rooms/{ROOM}/events"
+                async with c.stream("GET", path, headers=bearer(table.token("p1"))) as r:
+                    assert r.status_code == 200
+                    stream = EventReader(r)
+                    assert (await stream.next()).event == "snapshot"
+                    body = {"op": "damage", "args": {"char": "c1", "amount": 1}}
+                    key = {"Idempotency-Key": "px-1"}
+                    sent = await c.post(
+                        f"/api/v1/rooms/{ROOM}/commands",
+                        json=body,
+                        headers=bearer(table.token("gm"), **key),
+                    )
+                    assert sent.status_code == 200, sent.text
+                    e = await stream.next()
+                    assert (e.event, e.id) == ("patch", sent.json()["v"])
+                view = await c.get(f"/api/v1/rooms/{ROOM}", headers=bearer(table.token("p1")))
+                assert view.status_code == 200 and view.json()["v"] == sent.json()["v"]
+                doc = await c.get("/api/v1/openapi.json")
+                assert doc.status_code == 200 and doc.json()["openapi"].startswith("3.1")
 
 
 async def test_a_page_served_over_https_opens_wss(chromium: Any, tmp_path: Path) -> None:

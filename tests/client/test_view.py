@@ -51,7 +51,7 @@ def test_roll_line_reads_as_a_sentence_with_die_mod_bonus_total_dc_outcome() -> 
     ev2 = {"kind": "roll", "char": "c1", "check": "constitution", "d20": 4, "mod": 0}
     ev2 |= {"bonus": 0, "total": 4, "dc": None, "outcome": "die", "hour": 2}
     assert format_event(ev2, STATE).plain == (
-        "Aline rolls Constitution (hour 2): d20 4 +0 = 4 (no DC) — dies"
+        "Aline rolls Constitution (hour 2): d20 4 +0 = 4 — dies (under 10)"
     )
 
 
@@ -171,3 +171,13 @@ def test_the_gm_sees_each_characters_shown_setting() -> None:
     assert "shown: status" in row(out, "Brom") and "20/20" in row(out, "Brom")
     assert "shown: hidden" in row(out, "Cale")
     assert "shown:" not in row(out, "Aline")
+
+
+def test_a_healer_the_viewer_cannot_see_reads_as_someone() -> None:
+    """Views (issue 19): `healer: null, tended: true` is a hidden healer."""
+    c1 = {**STATE["characters"]["c1"], "healer": None, "tended": True}
+    view = WatchView()
+    view.state = {**STATE, "characters": {"c1": c1}, "combat": None}
+    view.version, view.user, view.role = 3, "u2", "player"
+    out = render(view, 160)
+    assert "tended by someone you cannot see" in out and "Brom" not in out

@@ -125,3 +125,27 @@ test("a redirect loop is reported after MAX_REDIRECTS hops, then retried later",
   assert.match(detail, new RegExp(`redirected ${MAX_REDIRECTS + 1} times`));
   c.close();
 });
+
+test("withdraw takes back a command never sent, and only such a one", async () => {
+  const { VttSyncClient, CommandError } = await import("../../client_stub/web/vtt-sync-client.js");
+  const sent = [];
+  const nodes = {
+    "ws://a/": (ws, frame) => {
+      if (frame.t === "hello") welcoming(ws, frame);
+      else sent.push(frame.id); // commands: never answered
+    },
+  };
+  const c = new VttSyncClient({ url: "ws://a/", token: "T", room: "r1", WebSocketImpl: fakeSocketClass(nodes, []) });
+  const offline = c.command("advance_clock", { seconds: 6 }, { id: "off-1" }); // before any connection
+  assert.equal(c.withdraw("off-1"), true);
+  await assert.rejects(offline, (err) => err instanceof CommandError && err.code === "expired");
+  assert.deepEqual(c.pendingCommands, []);
+  await c.connect();
+  const online = c.command("advance_clock", { seconds: 6 }, { id: "on-1" });
+  online.catch(() => {});
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(sent, ["on-1"]); // the withdrawn one never went
+  assert.equal(c.withdraw("on-1"), false); // sent: it waits for its answer
+  assert.deepEqual(c.pendingCommands, ["on-1"]);
+  c.close();
+});

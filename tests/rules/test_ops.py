@@ -804,7 +804,7 @@ def test_ops_remove_user_gives_its_characters_owner_null():
     assert out.result == {"user": t.p1.user}
     assert t.p1.user not in t.room.users
     assert (t.char(a).owner, t.char(b).owner, t.char(c).owner) == (None, None, t.p2.user)
-    assert t.events == [{"kind": "user", "user": t.p1.user, "change": "removed"}]
+    assert t.events == [{"kind": "user", "user": t.p1.user, "change": "removed", "name": "Paul"}]
     ok(t)
 
 

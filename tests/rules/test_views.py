@@ -42,7 +42,7 @@ from rules import (
     view_patch,
     view_state,
 )
-from rules.view import STATUS_FIELDS, private_owners
+from rules.view import STATUS_FIELDS, PatchClasses, new_memo, private_owners
 from tests.helpers.table import SHEET, Table
 from tests.rules.test_properties import COMMANDS as RULE_COMMANDS
 
@@ -158,11 +158,14 @@ def test_views_a_hidden_healer_is_not_named():
     t.do("tend", char=ids["liche"], patient=ids["aline"])
     s = t.room.to_dict()
     assert s["characters"][ids["aline"]]["healer"] == ids["liche"]
-    assert view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]["healer"] is None
+    seen = view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]
+    assert seen["healer"] is None and seen["tended"] is True  # someone, unseen
     t.do("update_character", char=ids["liche"], set={"owner": t.p1.user})
     s = t.room.to_dict()
-    assert view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]["healer"] == ids["liche"]
-    assert view_state(s, viewers(t)["obs"])["characters"][ids["aline"]]["healer"] is None
+    seen = view_state(s, viewers(t)["p1"])["characters"][ids["aline"]]
+    assert seen["healer"] == ids["liche"] and "tended" not in seen
+    seen = view_state(s, viewers(t)["obs"])["characters"][ids["aline"]]
+    assert seen["healer"] is None and seen["tended"] is True
 
 
 def test_views_an_old_state_without_shown_gets_the_default():
@@ -233,6 +236,11 @@ EVENTS: list[tuple[dict[str, Any], Any]] = [
     ({"kind": "combat", "outcome": "start", "order": [L, A, G]},
      {"kind": "combat", "outcome": "start", "order": [A, G]}),
     ({"kind": "combat", "outcome": "end"}, "same"),
+    # set_order (issue 19): hidden ids leave `joined` and `left` as they leave `order`.
+    ({"kind": "combat", "outcome": "order", "order": [A, L], "joined": [L], "left": [G]},
+     {"kind": "combat", "outcome": "order", "order": [A], "joined": [], "left": [G]}),
+    ({"kind": "combat", "outcome": "order", "order": [A], "joined": [], "left": [L, G]},
+     {"kind": "combat", "outcome": "order", "order": [A], "joined": [], "left": [G]}),
     ({"kind": "rolls_queued", "rolls": [4, 17], "queued": 2}, None),
     ({"kind": "clock", "from": 0, "to": 3600}, "same"),
     ({"kind": "room", "name": "R", "round_seconds": 6}, "same"),
@@ -372,10 +380,13 @@ def test_views_undo_of_a_tending_by_a_hidden_healer_is_restricted():
     ops, events = diff(tended, undone), [{"kind": "undo", "undone": 9, "op": "tend", "by": "u1"}]
     assert ops == [["set", ["characters", ids["aline"], "healer"], None]]
     assert restricted(ops, events, tended, undone)
-    assert view_patch(tended, undone, ops, events, viewers(t)["obs"]) == ([], events)
+    # The observer learns that the tending ended, not who tended (the id stays out).
+    gone = [["del", ["characters", ids["aline"], "tended"]]]
+    assert view_patch(tended, undone, ops, events, viewers(t)["obs"]) == (gone, events)
     redo = diff(undone, tended)
     assert restricted(redo, [], undone, tended)
-    assert view_patch(undone, tended, redo, [], viewers(t)["obs"]) == ([], [])
+    back = [["set", ["characters", ids["aline"], "tended"], True]]
+    assert view_patch(undone, tended, redo, [], viewers(t)["obs"]) == (back, [])
 
 
 def test_views_queued_rolls_are_the_gms():
@@ -493,6 +504,23 @@ VIEW_COMMANDS = st.one_of(
     _cmd("add_character", st.fixed_dictionaries({}, optional={"shown": SHOWN, "owner": USERS})),
     _cmd("remove_character", st.fixed_dictionaries({"char": cid})),
     _cmd("undo", st.just({})),
+    # The ops the rules' own property test leaves out (issue 19: every op).
+    _cmd(
+        "set_order",
+        st.fixed_dictionaries(
+            {"order": st.lists(cid, min_size=1, max_size=5, unique=True)},
+            optional={"turn": st.integers(0, 4)},
+        ),
+    ),
+    _cmd("update_room", st.fixed_dictionaries({}, optional={"name": st.just("Salle")})),
+    _cmd(
+        "add_user",
+        st.fixed_dictionaries(
+            {"name": st.just("Noé"), "role": st.sampled_from(["player", "observer"])}
+        ),
+    ),
+    _cmd("rotate_token", st.fixed_dictionaries({"user": st.sampled_from(["u2", "u3", "u9"])})),
+    _cmd("remove_user", st.fixed_dictionaries({"user": st.sampled_from(["u5", "u6", "u9"])})),
 )
 ACTORS = st.sampled_from(["gm", "gm", "gm", "p1", "p2", "obs"])
 
@@ -570,11 +598,14 @@ def check_shape(view: dict[str, Any], state: dict[str, Any], v: Viewer) -> None:
         elif lv == "status":
             assert set(view["characters"][cid]) == set(STATUS_FIELDS)
         else:
-            mine = {k: x for k, x in view["characters"][cid].items() if k != "healer"}
-            assert mine == {k: x for k, x in state["characters"][cid].items() if k != "healer"}
+            aside = ("healer", "tended")
+            mine = {k: x for k, x in view["characters"][cid].items() if k not in aside}
+            assert mine == {k: x for k, x in state["characters"][cid].items() if k not in aside}
             healer = state["characters"][cid]["healer"]
             unseen = healer is not None and level(state, healer, v) == "hidden"
             assert view["characters"][cid]["healer"] == (None if unseen else healer)
+            # someone tends it, unseen: said, and only then
+            assert view["characters"][cid].get("tended", False) is unseen
     if state["combat"] is not None:
         combat, seen = state["combat"], view["combat"]
         current = combat["order"][combat["turn"]]
@@ -600,6 +631,9 @@ def aim(op: str, args: dict[str, Any], room: Room, pick: Any) -> dict[str, Any]:
         return {**args, "char": pick(by["dying"])}
     if op == "stay_in_fight":
         return {**args, "char": pick(by["stable"])}
+    if op == "set_order":  # joins and leaves, hidden characters among them
+        alive = [c.id for c in chars if c.condition != "dead"]
+        return {"order": list(dict.fromkeys(pick(alive) for _ in range(4)))}
     if op == "untend":
         return {**args, "patient": pick(tended)}
     if op == "update_character" and "shown" in args["set"]:
@@ -635,6 +669,8 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
     for (op, args), who, aimed in commands:
         if aimed:
             args = aim(op, args, t.room, pick)
+            if op == "set_order" and t.room.combat is None:
+                op = "combat_start"  # an order to edit next
         actor = actor_of[who] if op != "undo" else t.gm
         try:
             if op == "undo":
@@ -649,6 +685,10 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
                     args = {**SHEET, **args, "name": f"Secret-Nouveau-{added}"}
                 out = apply(t.room, op, args, actor, dice)
                 room, events = out.room, out.events
+                if actor.role != "gm":  # the ack's result goes to its sender only
+                    v = Viewer(actor.user, actor.role)
+                    after = room.to_dict()
+                    assert_no_secret({"t": "ack", "result": out.result}, state, after, v)
         except Refused as err:
             if actor.role != "gm":
                 v = Viewer(actor.user, actor.role)
@@ -663,6 +703,9 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
         plain = restricted(ops, events, before, after)
         event(f"{op} restricted={plain} ops={bool(ops)}")
         seen: dict[Any, tuple[list, list]] = {}
+        seen_exact: dict[Any, tuple[list, list]] = {}
+        classes = PatchClasses(before, after, ops, events)
+        memo = new_memo()  # one per patch, as the server's PatchView holds
         for k, v in vs.items():
             ref = (
                 diff(view_state(before, v), view_state(after, v)),
@@ -670,6 +713,7 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
             )
             got = view_patch(before, after, ops, events, v)
             assert got == ref, (k, op, args)
+            assert view_patch(before, after, ops, events, v, memo) == ref  # shared status views
             assert view_ops(before, after, ops, v) == ref[0], (k, op, args)
             if not plain:
                 assert got == (ops, events), (k, op, args)
@@ -678,6 +722,11 @@ def test_views_mirrors_equal_views_and_no_frame_leaks(commands, tended, seed):
             assert mirrors[k] == now, (k, op, args)
             check_shape(now, after, v)
             cls = patch_class(before, after, v)
+            exact = classes.key(v)  # what the server groups viewers by
+            assert exact in (cls, "public"), (k, exact, cls)
+            if exact in seen_exact:
+                assert seen_exact[exact] == got, (k, exact, op, args)
+            seen_exact[exact] = got
             if cls in seen:
                 assert seen[cls] == got, (k, cls, op, args)
                 continue  # the same frames: searched once per class

@@ -39,7 +39,11 @@ def node(tmp_path: Path, name: str, dsn: str, **kw: Any) -> Any:
 async def stored_log(dsn: str, room: str = "r1") -> tuple[int, list[Any], dict[str, Any]]:
     """What the database holds of a room: head, every version's (v, user,
     cmd_id), and the state replayed from it."""
-    store = PgStorage(dsn, node_id="reader", public_url="")
+    return await read_log(PgStorage(dsn, node_id="reader", public_url=""), room)
+
+
+async def read_log(store: Any, room: str) -> tuple[int, list[Any], dict[str, Any]]:
+    """`stored_log` from any storage (opened and closed here)."""
     await store.open()
     try:
         dump = await store.export_room(room)
@@ -133,31 +137,12 @@ async def test_kill_9_of_the_owner_under_load_loses_nothing_acknowledged(tmp_pat
             ),
         ]
         watcher = Client(urls[2:] + urls[:2], t.tokens["obs"], "r1", backoff_initial=0.05)
-        for c in (*clients, watcher):
-            await c.connect(timeout=WAIT)
-        acked: list[int] = []
-        refused: list[str] = []
-        until = time.monotonic() + 3 * LEASE + 3
-        load = [
-            asyncio.create_task(_load(c, t.chars["c_npc"], until, acked, refused)) for c in clients
-        ]
-        await asyncio.sleep(1.0)
-        killed_at = time.monotonic()
-        nodes["n1"].kill()  # SIGKILL: no drain, no release
-        served_again = None
-        async with asyncio.timeout(LEASE + WAIT):
-            while served_again is None:
-                before = len(acked)
-                await asyncio.sleep(0.05)
-                if len(acked) > before and time.monotonic() - killed_at > 0.1:
-                    served_again = time.monotonic() - killed_at
-        await asyncio.gather(*load)
+        acked, served_again = await load_through_a_kill(
+            clients, watcher, t.chars["c_npc"], nodes["n1"].kill, 3 * LEASE + 3
+        )
         assert served_again < LEASE + 3, served_again  # failover within the lease and a bit
         head, versions, state = await stored_log(pg_db)
-        assert [v for v, _, _ in versions] == list(range(1, head + 1))  # contiguous
-        ids = [cmd_id for _, _, cmd_id in versions if cmd_id is not None]
-        assert len(ids) == len(set(ids))  # every command at most once
-        assert sorted(acked) == sorted(set(acked)) and set(acked) <= set(range(1, head + 1))
+        check_log(head, versions, acked)
         await watcher.wait_version(head, timeout=WAIT)
         fresh = Client(nodes["n2"].url, t.tokens["gm"], "r1")
         await fresh.connect(timeout=WAIT)
@@ -172,6 +157,40 @@ async def test_kill_9_of_the_owner_under_load_loses_nothing_acknowledged(tmp_pat
         for child in nodes.values():
             with contextlib.suppress(Exception):
                 child.kill()
+
+
+async def load_through_a_kill(
+    clients: list[Client], watcher: Client, char: str, kill: Any, seconds: float
+) -> tuple[list[int], float]:
+    """The clients command the room for `seconds`; after one, `kill()` (a
+    SIGKILL of the room's server). Returns the versions acknowledged and
+    how long after the kill a command was acknowledged again."""
+    for c in (*clients, watcher):
+        await c.connect(timeout=WAIT)
+    acked: list[int] = []
+    refused: list[str] = []
+    until = time.monotonic() + seconds
+    load = [asyncio.create_task(_load(c, char, until, acked, refused)) for c in clients]
+    await asyncio.sleep(1.0)
+    killed_at = time.monotonic()
+    kill()  # SIGKILL: no drain, no release
+    served_again = None
+    async with asyncio.timeout(LEASE + WAIT):
+        while served_again is None:
+            before = len(acked)
+            await asyncio.sleep(0.05)
+            if len(acked) > before and time.monotonic() - killed_at > 0.1:
+                served_again = time.monotonic() - killed_at
+    await asyncio.gather(*load)
+    return acked, served_again
+
+
+def check_log(head: int, versions: list[Any], acked: list[int]) -> None:
+    """Nothing acknowledged is lost, nothing is stored twice."""
+    assert [v for v, _, _ in versions] == list(range(1, head + 1))  # contiguous
+    ids = [cmd_id for _, _, cmd_id in versions if cmd_id is not None]
+    assert len(ids) == len(set(ids))  # every command at most once
+    assert sorted(acked) == sorted(set(acked)) and set(acked) <= set(range(1, head + 1))
 
 
 def watcher_view(state: dict[str, Any], user: str) -> dict[str, Any]:

@@ -67,9 +67,10 @@ async def test_concurrent_clients_converge_on_the_same_state(vtt_server: Server)
         assert c.v == final and c.gaps == []
         assert c.state == c.seen(fresh.state)
         assert [p["v"] for p in c.patches] == list(range(7, final + 1))
-    by_v = {p["v"]: p for p in obs.patches}
+    by_v = {p["v"]: p for p in gm.patches}  # the GM sees every command's id
     for a in acks:
         assert by_v[a["v"]]["id"] == a["id"]
+    assert all(p["id"] is None for p in obs.patches)  # an observer sends none (views)
     for c in (*everyone, fresh):
         await c.close()
 

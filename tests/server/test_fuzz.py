@@ -217,6 +217,13 @@ class Example:
             # the fresh session that the end-state checks need.
             if args.get("user") == self.watcher.user:
                 self.watcher_revoked = True
+        if op == "reissue_gm_link" and isinstance(args, dict) and args.get("room") == self.room:
+            gm = (reply.get("result") or {}).get("user")  # its token rotated: its sessions end
+            for key, c in self.clients.items():
+                if c.user == gm and c.role != "admin":
+                    self.closing_ok[key].add(4403)
+            if gm == self.watcher.user:
+                self.watcher_revoked = True
         if op == "delete_room" and isinstance(args, dict) and args.get("room") == self.room:
             self.deleted_room = True
             for key, c in self.clients.items():
@@ -392,6 +399,7 @@ def plausible_values(users: list[str], chars: list[str]) -> dict[str, st.SearchS
 ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "create_room": (("room", "name"), ("gm_name",)),
     "delete_room": (("room",), ()),
+    "reissue_gm_link": (("room",), ("user",)),
     "import_room": (("room", "upload", "part", "parts", "data"), ("replace",)),
     "update_room": ((), ("name", "round_seconds", "skip_dead")),
     "add_user": (("name", "role"), ()),

@@ -20,7 +20,7 @@ from sync_server.ops.metrics import Metrics
 from tests.helpers.server import Table, open_ws, running_server
 
 
-def _get(url: str) -> tuple[int, str, bytes]:
+def _get(url: str | urllib.request.Request) -> tuple[int, str, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
             return r.status, r.headers.get("Content-Type", ""), r.read()
@@ -54,11 +54,33 @@ async def test_metrics_are_prometheus_text(vtt_table: Table, vtt_server: Server)
     status, ctype, body = await get(vtt_server.http_url + "/metrics")
     text = body.decode()
     assert status == 200 and ctype.startswith("text/plain")
-    assert 'vtt_commands_total{op="damage",outcome="ok"} 1.0' in text
-    assert 'vtt_commands_total{op="other",outcome="unknown_op"} 1.0' in text
+    assert 'vtt_commands_total{outcome="ok"}' in text  # the table's setup too
+    assert 'vtt_commands_total{outcome="unknown_op"} 1.0' in text
     assert "vtt_command_seconds_bucket" in text
     assert "vtt_patches_total" in text and "vtt_connections 1.0" in text
     assert "vtt_rooms 1.0" in text
+    await gm.close()
+
+
+async def test_op_metrics_are_the_admins(vtt_table: Table, vtt_server: Server) -> None:
+    """Issue 19: counts by op tell a watcher what each version was (an empty
+    patch too): public /metrics has none; /admin/metrics, behind the admin
+    token, has them."""
+    gm = await vtt_table.connect("gm")
+    await gm.ok("damage", {"char": vtt_table.chars["c_p1"], "amount": 1})
+    await gm.ok("queue_rolls", {"rolls": [3]})
+    _, _, body = await get(vtt_server.http_url + "/metrics")
+    assert b"damage" not in body and b"queue_rolls" not in body and b'op="' not in body
+    url = vtt_server.http_url + "/admin/metrics"
+    status, _, _ = await get(url)
+    assert status == 401
+    auth = {"Authorization": f"Bearer {vtt_server.admin_token}"}
+    status, ctype, body = await asyncio.to_thread(_get, urllib.request.Request(url, headers=auth))
+    text = body.decode()
+    assert status == 200 and ctype.startswith("text/plain")
+    assert 'vtt_op_commands_total{op="damage",outcome="ok"} 1.0' in text
+    assert 'vtt_op_commands_total{op="queue_rolls",outcome="ok"} 1.0' in text
+    assert 'vtt_commands_total{outcome="ok"}' in text
     await gm.close()
 
 
@@ -112,9 +134,10 @@ def test_hot_path_counts_are_folded_at_each_scrape() -> None:
     m.patch()
     m.frames(3)
     for _ in range(2):  # a second scrape must not count anything twice
-        text = m.render().decode()
-        assert 'vtt_commands_total{op="damage",outcome="ok"} 2.0' in text
-        assert 'vtt_commands_total{op="other",outcome="unknown_op"} 1.0' in text
+        text = m.render_admin().decode()
+        assert 'vtt_op_commands_total{op="damage",outcome="ok"} 2.0' in text
+        assert 'vtt_op_commands_total{op="other",outcome="unknown_op"} 1.0' in text
+        assert 'vtt_commands_total{outcome="ok"} 2.0' in text
         assert "vtt_patches_total 1.0" in text
         assert "vtt_frames_sent_total 3.0" in text
         assert "vtt_command_seconds_count 3.0" in text

@@ -43,6 +43,7 @@ ROLE_TABLE: list[tuple[str, Any, str]] = [
     ("untend", lambda t: {"patient": t.chars["c_p1"]}, "U"),
     ("create_room", lambda t: {"room": "other", "name": "Other"}, "A"),
     ("delete_room", lambda t: {"room": t.room}, "A"),
+    ("reissue_gm_link", lambda t: {"room": t.room}, "A"),
     (
         "import_room",
         lambda t: {"room": "imp", "upload": t.room, "part": 0, "parts": 2, "data": "{"},

@@ -87,6 +87,7 @@ def test_every_setting_reads_from_each_of_its_sources(tmp_path: Path) -> None:
         "public_url": ("wss://node-2.example:8765/", "wss://node-2.example:8765/"),
         "node_id": ("node-2", "node-2"),
         "lease_seconds": ("5", 5),
+        "workers": ("2", 2),
     }
     assert set(samples) == set(BY_NAME), "a new setting needs a sample here"
     # settings that need a partner (checked together), given in the environment

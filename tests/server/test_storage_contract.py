@@ -123,6 +123,19 @@ async def test_commits_append_versions_that_replay(store: Storage) -> None:
     assert [p.frame()["id"] for p in await store.patches("r1", 1, 3)] == ["c2", "c3"]
 
 
+async def test_the_dedup_window_is_loaded_by_count_and_age(store: Storage) -> None:
+    """Issue 19: loading a room reads the ids of its last `dedup_window`
+    versions stored at or after `dedup_since`, not its whole log."""
+    await make_room(store)
+    await store.commit("r1", [record(v, ts=float(v * 100)) for v in range(1, 7)], None, 0)
+    stored = await store.load_room("r1", 100, 4)
+    assert stored is not None
+    assert [(d.cmd_id, d.ts) for d in stored.dedup] == [(f"c{v}", v * 100.0) for v in (3, 4, 5, 6)]
+    stored = await store.load_room("r1", 100, 4, 500.0)
+    assert stored is not None and [d.cmd_id for d in stored.dedup] == ["c5", "c6"]
+    assert [p.v for p in stored.log] == [1, 2, 3, 4, 5, 6]  # the log itself is whole
+
+
 async def test_a_commit_on_a_stale_head_is_fenced_and_stores_nothing(store: Storage) -> None:
     await make_room(store)
     await store.commit("r1", [record(1)], None, 0)
@@ -357,3 +370,21 @@ async def test_an_export_is_the_callers_own(store: Storage) -> None:
     dump.versions[0].ops.append(["set", ["x"], 1])
     again = await store.export_room("r1")
     assert again.snapshot["name"] == "Room" and ["set", ["x"], 1] not in again.versions[0].ops
+
+
+async def test_room_summaries_list_every_room_without_loading_it(store: Storage) -> None:
+    """The admin's list: id, head, creation, when the head was written, and
+    the name, a rename after the latest snapshot included."""
+    await make_room(store, "r1")
+    await make_room(store, "r2", token="gm-token-2")
+    await store.commit("r1", [record(1, ts=50.0)], None, 0)
+    rename = record(2, op="update_room", args={"name": "Thursday"}, ts=60.0)
+    await store.commit("r1", [rename], None, 1)
+    found = {s.room: s for s in await store.room_summaries()}
+    assert set(found) == {"r1", "r2"}
+    assert (found["r1"].v, found["r1"].last_activity, found["r1"].name) == (2, 60.0, "Thursday")
+    assert (found["r2"].v, found["r2"].last_activity, found["r2"].name) == (0, None, "Room")
+    assert found["r2"].created > 0
+    await store.commit("r1", [record(3, ts=70.0)], (3, {"name": "Snap", "clock": 3}), 2)
+    found = {s.room: s for s in await store.room_summaries()}
+    assert (found["r1"].v, found["r1"].name) == (3, "Snap")  # the snapshot's, renames before it

@@ -21,6 +21,7 @@ import rules
 from client_stub import Client, ConnectionFailed, tls_context
 from client_stub.cli import main as client_main
 from sync_server.hosting.tls import TlsError
+from tests.helpers.http import api, bearer, events
 from tests.helpers.server import (
     WAIT,
     create_table,
@@ -84,6 +85,14 @@ async def test_https_and_wss_with_a_self_signed_certificate(tmp_path: Path, cert
         t = await create_table(srv.url, ssl=ctx)  # the raw protocol client over wss://
         gm = await t.connect("gm")
         await gm.ok("damage", {"char": t.chars["c_p1"], "amount": 2})
+        # the HTTP API behind the same certificate: a command, and the stream
+        async with api(srv.http_url, verify=ctx) as c, events(c, "r1", t.tokens["p2"]) as s:
+            assert (await s.next()).event == "snapshot"
+            body = {"op": "damage", "args": {"char": t.chars["c_p1"], "amount": 1}}
+            r = await c.post("/api/v1/rooms/r1/commands", headers=bearer(t.tokens["gm"]), json=body)
+            assert r.status_code == 200, r.text
+            assert (await s.next()).id == r.json()["v"]
+        await gm.wait_v(r.json()["v"])
         # the Python client, trusting the certificate
         async with Client(srv.url, t.tokens["p1"], "r1", ssl_context=ctx) as p1:
             await p1.wait_version(gm.v, timeout=WAIT)

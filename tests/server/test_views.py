@@ -6,13 +6,30 @@ a non-GM carries what the GM keeps secret."""
 from __future__ import annotations
 
 import copy
+import itertools
+import random
 from typing import Any
 
 import msgpack
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from rules import SeededDice, Viewer
+from sync_server.core.auth import RecentTokens
+from sync_server.core.room import CommandIn, RoomCore
+from sync_server.hosting.bus import Message
+from sync_server.storage import LoadedRoom
 from sync_server.wire.codec import Codec
 from tests.helpers.server import SHEET, Table, create_table, running_server
+from tests.rules.test_views import (
+    ACTORS,
+    VIEW_COMMANDS,
+    aim,
+    all_viewers,
+    assert_no_secret,
+)
+from tests.rules.test_views import secret_table as rules_secret_table
 
 SECRET_NAME = "Secret-Liche-QWV"
 STATUS_MAXIMA = (9973, 8861)  # the status NPC's pv_max, pe_max
@@ -207,8 +224,133 @@ async def test_a_patch_is_encoded_once_per_view_class_and_subprotocol(
         ack = await gm.ok("damage", {"char": target, "amount": 2})
         for c in (gm_json, *players):
             await c.wait_v(ack["v"])
-        # The GM class (msgpack, json); when restricted, one more: the public
-        # view (p1, p2 and the observer, all msgpack), its ops emptied.
-        assert len(encoded) == (3 if restricted else 2), encoded
+        # The GM class (msgpack, json), and one more: the public view (p1, p2
+        # and the observer, all msgpack), without the GM's command id, and
+        # when restricted, its ops emptied.
+        assert len(encoded) == 3, encoded
+        assert encoded[-1][1] == (0 if restricted else 1)
+        assert gm.patches[-1]["id"] == ack["id"]
+        assert [c.patches[-1]["id"] for c in players] == [None, None, None]
         for c in (gm, gm_json, *players):
             await c.close()
+
+
+async def test_a_command_id_reaches_only_its_sender_and_the_gm(tmp_path) -> None:
+    """Issue 19: the Foundry module's ids name the actor a command is about
+    (`edit:fvtt-<actor>:0.damage@4`); a player or observer gets a patch's
+    `id` only for their own commands (null otherwise), on the live stream
+    and in resume and sync replies; the sender still gets it (and its ack)."""
+    async with running_server(tmp_path) as srv:
+        t, ids = await secret_table(srv.url)
+        gm, gm2 = await t.connect("gm"), await t.connect("gm", "json")
+        p1, p2, obs = await t.connect("p1"), await t.connect("p2", "json"), await t.connect("obs")
+        held = obs.v
+        secret_id = f"edit:fvtt-{ids['lich']}:{SECRET_NAME}.damage@4"
+        for target in (ids["lich"], t.chars["c_p1"]):  # restricted, then not
+            ack = await gm.ok("damage", {"char": target, "amount": 1}, id=f"{secret_id}/{target}")
+            for c in (gm2, p1, p2, obs):
+                await c.wait_v(ack["v"])
+            assert gm.patches[-1]["id"] == gm2.patches[-1]["id"] == ack["id"]
+            assert [c.patches[-1]["id"] for c in (p1, p2, obs)] == [None, None, None]
+        mine = await p1.ok("rest", {"char": t.chars["c_p1"], "kind": "short"}, id="p1-own-1")
+        for c in (gm, p2, obs):
+            await c.wait_v(mine["v"])
+        assert p1.patches[-1]["id"] == "p1-own-1" and gm.patches[-1]["id"] == "p1-own-1"
+        assert p2.patches[-1]["id"] is None and obs.patches[-1]["id"] is None
+        reply = await p1.sync(held)
+        assert [p["id"] for p in reply["patches"]] == [None, None, "p1-own-1"]
+        assert SECRET_NAME not in repr(await obs.sync(held))
+        back = await t.connect("obs", since=held, base=copy.deepcopy(obs.state))
+        assert secret_id not in repr(back.welcome) and ids["lich"] not in repr(back.welcome)
+        for c in (gm, gm2, p1, p2, obs, back):
+            await c.close()
+
+
+async def test_set_order_events_do_not_name_hidden_characters(tmp_path) -> None:
+    """Issue 19 (and its item 6): set_order's `joined` and `left` lose the
+    hidden ids, as `order` does."""
+    async with running_server(tmp_path) as srv:
+        t, ids = await secret_table(srv.url)
+        gm, p2, obs = await t.connect("gm"), await t.connect("p2"), await t.connect("obs")
+        mine = t.chars["c_p1"]
+        await gm.ok("combat_start", {"order": [mine, ids["npc"]]})
+        ack = await gm.ok("set_order", {"order": [mine, ids["lich"]]})
+        await gm.ok("set_order", {"order": [mine]})
+        last = (await gm.ok("set_order", {"order": [mine, ids["npc"]]}))["v"]
+        for c in (p2, obs):
+            await c.wait_v(last)
+            combat = [e for p in c.patches if p["v"] >= ack["v"] for e in p["events"]]
+            assert ids["lich"] not in repr(combat), c.user
+            assert combat[0]["joined"] == [] and combat[0]["left"] == [ids["npc"]]
+        assert gm.patches[-3]["events"][0]["joined"] == [ids["lich"]]
+        for c in (gm, p2, obs):
+            await c.close()
+
+
+# ----------------------------------------------------- the core, property test
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(VIEW_COMMANDS, ACTORS, st.booleans()), min_size=10, max_size=40),
+    st.booleans(),
+    st.integers(0, 2**32),
+)
+def test_no_frame_names_what_its_view_hides_command_ids_included(commands, tended, seed):
+    """Issue 19, through the room core and the bus's `Message` (what a
+    socket gets): random commands of every op, by the GM (whose ids name
+    their target, its name included, as the Foundry module's do), players
+    and an observer. Every patch a viewer gets, every ack and error its
+    sender gets, and every resume, carries no hidden name, id or number,
+    and a command id only for its sender and the GM."""
+    t = rules_secret_table(tended)
+    tokens = itertools.count(1)
+    core = RoomCore(
+        LoadedRoom("r1", 0, t.room.to_dict(), [], []),
+        dice=SeededDice(seed),
+        wall_clock=lambda: 0.0,
+        new_token=lambda: f"token-{next(tokens)}",
+        recent_tokens=RecentTokens(600.0, lambda: 0.0),
+    )
+    rng = random.Random(seed)
+    actor_of = {"gm": t.gm, "p1": t.p1, "p2": t.p2, "obs": t.obs}
+    vs = all_viewers(t)
+
+    def pick(items: list[str]) -> str:
+        return rng.choice(items) if items else "c9"
+
+    for n, ((op, args), who, aimed) in enumerate(commands):
+        if op == "undo":
+            continue  # the log walk: tests/rules/test_views.py covers what undo shows
+        if aimed:
+            args = aim(op, args, core.room, pick)
+            if op == "set_order" and core.room.combat is None:
+                op = "combat_start"
+        if op == "add_character":
+            args = {**SHEET, **args, "name": f"Secret-Nouveau-{n}"}
+        actor = actor_of[who]
+        if actor.is_gm:
+            target = args.get("char") or args.get("patient") or "-"
+            name = core.state["characters"].get(target, {}).get("name", "nobody")
+            cmd_id = f"edit:fvtt-{target}:{name}.{op}@{n}"
+        else:
+            cmd_id = f"{who}-{n}"
+        before = core.state
+        decision = core.evaluate(CommandIn(actor, 0, cmd_id, op, args))
+        core.commit()
+        after = core.state
+        sender = Viewer(actor.user, actor.role)
+        if not sender.sees_all:  # the ack's result, an error's message
+            assert_no_secret(decision.reply, before, after, sender)
+        if decision.patch is None:
+            continue
+        message = Message(decision.patch, decision.view)
+        for k, v in vs.items():
+            frame = message.frame_for(message.key(v), v)
+            own = v.user == actor.user
+            assert frame["id"] == (cmd_id if own or v.sees_all else None), (k, op)
+            if not v.sees_all:
+                assert_no_secret(frame, before, after, v)
+    for v in vs.values():  # resume and sync replies
+        for p in core.patches_after(0, v) or []:
+            assert v.sees_all or p["id"] is None or p["by"] == v.user

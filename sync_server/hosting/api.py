@@ -1,0 +1,629 @@
+"""The HTTP API: the same room through a second door (docs/http.md).
+
+    POST /api/v1/rooms/{room}/commands   a command; the reply is its ack or error
+    GET  /api/v1/rooms/{room}            the caller's view of the room
+    GET  /api/v1/rooms/{room}/events     Server-Sent Events: the caller's patches
+    GET  /api/v1/rooms/{room}/history    the events of the recent patches
+    GET  /api/v1/openapi.json            this API, described (apidoc.py)
+    GET  /api/v1/asyncapi.json           the WebSocket protocol, described
+
+Not a second implementation: every request goes where a WebSocket frame
+goes. A command is a `Command` in the room host's queue (the same dedup,
+the `Idempotency-Key` header being the command id; the same batches and
+commit before anything is sent); the stream is a `Join` (the welcome and
+the subscription in one step, a sink on the room bus with the caller's
+viewer, counted by the registry, closed by it when the token is rotated or
+the room deleted, bounded like a WebSocket outbox); reads are queued too
+(`Query`), so they see the room as stored. The token is checked as a
+hello's is (a refusal counts against the address), the allowance is the
+user's one bucket shared with their WebSocket sessions, and the Origin
+check and CORS answers are the plain routes' (web.py).
+
+Every answer is JSON: the ack (with the patch as the sender sees it) or
+the protocol's error frame, its HTTP status read from the error code
+(`STATUS`). Tokens are never logged; the DEBUG line of a request names its
+method, path, status and peer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import secrets
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+import rules
+from rules.catalog import valid_room_id
+from rules.model import ROLES as ROOM_ROLES
+from sync_server.cluster.leases import Owner
+from sync_server.core.auth import hash_token, plausible_token, same_hash
+from sync_server.core.limits import (
+    HISTORY_DEFAULT_LIMIT,
+    MAX_CMD_ID_LENGTH,
+    PING_INTERVAL_SECONDS,
+)
+from sync_server.core.ratelimit import TokenBucket, reply_cost
+from sync_server.core.room import CommandIn, JoinRefused, RoomCore
+from sync_server.hosting.bus import Message
+from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
+from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost
+from sync_server.hosting.sessions import SessionDeps, request_bucket
+from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
+from sync_server.wire import protocol
+from sync_server.wire.codec import CODECS, BadFrame
+
+log = logging.getLogger("sync_server.http")
+
+PREFIX = "/api/v1"
+JSON = CODECS[protocol.JSON]
+NO_EXPECT = protocol.NO_EXPECT
+
+# An error code's HTTP status. `rule` (the rules refuse it in this state of
+# the room) is a conflict with the room, like `conflict`.
+STATUS = {
+    "bad_frame": 400,
+    "unknown_op": 400,
+    "invalid_args": 400,
+    protocol.UNAUTHENTICATED: 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "rule": 409,
+    "rate_limited": 429,
+    "internal": 500,
+}
+
+# The methods of each route (every other one reads).
+ALLOW = {"commands": "POST, OPTIONS"}
+ALLOW_DEFAULT = "GET, OPTIONS"
+CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
+EVENT_STREAM = "text/event-stream; charset=utf-8"
+
+
+@attrs.frozen
+class Call:
+    """One authenticated request to a room's route."""
+
+    request: HttpRequest
+    conn: HttpConnection
+    cors: list[tuple[str, str]]
+    host: RoomHost
+    user: str
+    role: str
+    bucket: TokenBucket | None
+
+
+def route_of(path: str) -> tuple[str, str | None, str]:
+    """(route, room, last segment) of a request path; route "" if none."""
+    path = urllib.parse.unquote(path)
+    parts = path[len(PREFIX) :].strip("/").split("/") if path.startswith(PREFIX + "/") else []
+    if len(parts) == 1 and parts[0] in ("openapi.json", "asyncapi.json"):
+        return "openapi", None, parts[0]
+    if len(parts) in (2, 3) and parts[0] == "rooms" and valid_room_id(parts[1]):
+        route = parts[2] if len(parts) == 3 else "state"
+        if route in ("state", "commands", "events", "history"):
+            return route, parts[1], parts[-1]
+    return "", None, ""
+
+
+class Refusal(Exception):
+    """A request refused before it reaches a room: its status and error frame."""
+
+    def __init__(
+        self, code: str, message: str, status: int | None = None, headers: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+        self.status = status or STATUS[code]
+        self.headers: list[tuple[str, str]] = headers or []
+
+
+class Moved(Exception):
+    """Cluster mode: another node serves the room, at `url`."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+def unauthenticated() -> Refusal:
+    """One answer for every bad token or room, as for a hello."""
+    return Refusal(
+        protocol.UNAUTHENTICATED,
+        "bad token or room: send 'Authorization: Bearer TOKEN' with this room's token",
+        headers=[("WWW-Authenticate", 'Bearer realm="vtt-sync"')],
+    )
+
+
+def retry_after(bucket: TokenBucket) -> str:
+    """Whole seconds until `bucket` allows one request again."""
+    missing = 1.0 - bucket.tokens
+    return str(max(1, math.ceil(missing / bucket.spec.rate)))
+
+
+def json_line(frame: dict[str, Any]) -> bytes:
+    """A frame as the JSON subprotocol encodes it, as bytes."""
+    text = JSON.encode(frame)
+    return text.encode() if isinstance(text, str) else text
+
+
+def sse(event: str, data: bytes, event_id: int | None = None) -> bytes:
+    """One Server-Sent Event; `data` is one line of JSON (the codec never
+    writes a raw newline)."""
+    head = b"" if event_id is None else b"id: %d\n" % event_id
+    return head + b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+
+
+class EventStream:
+    """A viewer's patches as Server-Sent Events: a subscriber of the room
+    bus (a `Sink`) and of the registry (a `Closable`), as a WebSocket
+    session's outbox is. Each patch goes out as the JSON its WebSocket
+    would carry (the very bytes, encoded once per view group), with its
+    version as the event id. What the reader has not taken yet is bounded
+    by the outbox's bound (`outbox_max_bytes`): past it, the stream is cut,
+    and the reader resumes with `Last-Event-ID`."""
+
+    codec = JSON
+
+    def __init__(
+        self,
+        conn: HttpConnection,
+        user: str,
+        max_bytes: int,
+        on_sent: Callable[[int], None],
+        on_too_slow: Callable[[EventStream], None],
+    ) -> None:
+        self.conn = conn
+        self.user = user
+        self.viewer: Any = None
+        self.max_bytes = max_bytes
+        self.closing = False
+        self.close_code: int | None = None
+        self._on_sent = on_sent
+        self._on_too_slow = on_too_slow
+        self._started = False
+        # A snapshot of its view is on its way (a patch's views were capped,
+        # bus.Message.admit): the patches until then are covered by it.
+        self.stale = False
+
+    def _write(self, chunk: bytes) -> int:
+        if self.closing:
+            return 0
+        if self.conn.buffered() + len(chunk) > self.max_bytes:
+            # Too slow (1013): nothing more can be written, the close event
+            # neither; the connection goes with what it still buffers.
+            self.closing = True
+            self.close_code = protocol.CLOSE_TOO_SLOW
+            self.conn.abort()
+            self._on_too_slow(self)
+            return 0
+        if not self._started:
+            self._started = True
+            self.conn.start_stream(EVENT_STREAM, [("X-Accel-Buffering", "no")])
+        self.conn.write_data(chunk)
+        self._on_sent(1)
+        return len(chunk)
+
+    def send(self, frame: dict[str, Any]) -> int:
+        """A frame for this stream only: the join's welcome (a snapshot
+        event, or one event per patch when it resumes)."""
+        if frame.get("t") == "welcome" and "patches" in frame:
+            return sum(self.send(p) for p in frame["patches"])
+        if frame.get("t") == "welcome":
+            snapshot = protocol.snapshot(frame["v"], frame["state"])
+            snapshot.update(room=frame["room"], user=frame["user"], role=frame["role"])
+            return self._write(sse("snapshot", json_line(snapshot), frame["v"]))
+        return self._write(sse(frame["t"], json_line(frame), frame.get("v")))
+
+    def deliver(self, message: Message) -> None:
+        """A patch from the bus, as this stream's viewer sees it (past a
+        patch's cap of views: a snapshot of its view comes instead, as for
+        a WebSocket session)."""
+        if self.closing or self.stale:
+            return
+        key = message.key(self.viewer)
+        if not message.admit(key):
+            self.stale = True
+            assert message.on_overflow is not None
+            message.on_overflow(self)
+            return
+        data = message.data(self.codec, key, self.viewer)
+        self._write(sse("patch", data, message.frame["v"]))
+
+    def resync(self, message: Message) -> None:
+        """The snapshot a stale stream was waiting for: a snapshot event,
+        then the room's patches again."""
+        self.stale = False
+        if not self.closing:
+            frame = message.frame_for(None, self.viewer)
+            self._write(sse("snapshot", json_line(frame), frame.get("v")))
+
+    def keepalive(self) -> None:
+        """A comment line: keeps proxies from timing the stream out, and
+        finds a reader that is gone."""
+        if self._started and not self.closing:
+            self.conn.write_data(b": keepalive\n\n")
+
+    def close_after(self, code: int, reason: str) -> None:
+        """A last `close` event (the WebSocket close code and reason), then
+        the end of the stream."""
+        if self.closing:
+            return
+        if self._started:
+            self._write(sse("close", json_body({"code": code, "reason": reason}).rstrip()))
+        self.closing = True
+        self.close_code = code
+        self.conn.end_stream()
+
+    def abort(self, code: int, reason: str) -> None:
+        """Close now (the room was deleted): the close event, then the end;
+        no more patches."""
+        self.close_after(code, reason)
+
+
+class Api:
+    """The HTTP API of one server (see the module docstring)."""
+
+    def __init__(
+        self,
+        deps: SessionDeps,
+        *,
+        allowed_origins: frozenset[str] = frozenset(),
+        documents: Callable[[str], bytes | None] = lambda name: None,
+    ) -> None:
+        self.deps = deps
+        self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
+        self.documents = documents
+        self.streams: set[EventStream] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.connections: set[HttpConnection] = set()
+        self._inflight: dict[tuple[str, str], int] = {}
+
+    def connection(self) -> HttpConnection:
+        """A new connection's protocol (the door's factory for /api/)."""
+        conn = HttpConnection(self.handle, tasks=self.tasks)
+        self.connections.add(conn)
+        conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
+        return conn
+
+    async def close(self, code: int, reason: str) -> None:
+        """Shutdown (after the rooms drained): end every stream with `code`,
+        let the answers of the last commands go out, then drop what is left."""
+        for stream in list(self.streams):
+            stream.close_after(code, reason)
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=self.deps.limits.close_timeout)
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for conn in list(self.connections):
+            conn.abort()
+
+    # --- one request -------------------------------------------------------
+
+    def _peer(self, request: HttpRequest) -> str:
+        remote = request.peer[0] if request.peer else "?"
+        return client_address(remote, request.header("x-forwarded-for"), self.deps.trusted_proxies)
+
+    def _cors(self, request: HttpRequest) -> list[tuple[str, str]]:
+        origin = request.header("origin")
+        if origin is None:
+            return []
+        if "*" in self.allowed_origins:
+            return [("Access-Control-Allow-Origin", "*")]
+        origin = origin.strip().rstrip("/")
+        if origin in self.allowed_origins:
+            return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
+        return []
+
+    async def handle(self, request: HttpRequest, conn: HttpConnection) -> None:
+        cors = self._cors(request)
+        route, room, name = route_of(request.path)
+        try:
+            await self._route(request, conn, cors, route, room, name)
+        except Refusal as refused:
+            conn.respond_error(
+                refused.status, refused.code, refused.message, refused.headers + cors
+            )
+        except Moved as moved:  # the WebSocket's redirect frame, as an HTTP redirect
+            body = json_body(protocol.redirect(moved.url))
+            conn.respond(307, body, headers=[("Location", moved.url), *cors])
+        finally:
+            self.deps.metrics.http_request(route or "none", conn.status or 0)
+            self._log(request, conn)
+
+    def _log(self, request: HttpRequest, conn: HttpConnection) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            peer = self._peer(request)
+            log.debug(
+                "%s %s %s from %s",
+                request.method,
+                request.path,
+                conn.status,
+                peer,
+                extra={"event": "http", "method": request.method, "path": request.path,
+                       "status": conn.status, "peer": peer},
+            )  # fmt: skip
+
+    async def _route(
+        self,
+        request: HttpRequest,
+        conn: HttpConnection,
+        cors: list[tuple[str, str]],
+        route: str,
+        room: str | None,
+        name: str,
+    ) -> None:
+        if not route:
+            raise Refusal("not_found", f"no such endpoint: {request.path}")
+        allow = ALLOW.get(route, ALLOW_DEFAULT)
+        if request.method == "OPTIONS":
+            extra = [("Allow", allow)]
+            if cors:
+                extra += [
+                    *cors,
+                    ("Access-Control-Allow-Methods", allow),
+                    ("Access-Control-Allow-Headers", CORS_HEADERS),
+                    ("Access-Control-Max-Age", str(CORS_MAX_AGE_SECONDS)),
+                ]
+            conn.respond(204, b"", headers=extra)
+            return
+        if request.method not in allow.split(", "):
+            raise Refusal(
+                "bad_frame", f"{request.method} is not allowed here", 405, [("Allow", allow)]
+            )
+        if not origin_allowed(
+            request.header("origin"), request.header("host"), self.allowed_origins
+        ):
+            raise Refusal("forbidden", "this page's origin may not use this server")
+        if route == "openapi":
+            document = self.documents(name)
+            if document is None:
+                raise Refusal("not_found", f"no such endpoint: {request.path}")
+            conn.respond(200, document, headers=cors)
+            return
+        assert room is not None
+        if self.deps.shutting_down():
+            raise Refusal("internal", "the server is shutting down; retry later")
+        host, user, role = await self._authenticate(request, room)
+        bucket = request_bucket(self.deps, role, room, user)
+        self._allow(bucket)
+        call = Call(request, conn, cors, host, user, role, bucket)
+        await {
+            "commands": self._command,
+            "state": self._state,
+            "history": self._history,
+            "events": self._events,
+        }[route](call)
+
+    async def _authenticate(self, request: HttpRequest, room: str) -> tuple[RoomHost, str, str]:
+        """(the room's host, the user, their role), as a hello checks them:
+        one failed attempt reserved from the address's allowance before the
+        token is looked up, kept only if it fails (HelloGate), and a stored
+        role that is not a room's (gm, player, observer) opens nothing."""
+        deps, peer = self.deps, self._peer(request)
+        if not await deps.hello_gate.reserve(peer, deps.limits.hello_timeout):
+            log.info("HTTP request from %s refused: too many failed attempts", peer)
+            raise Refusal("rate_limited", "too many failed attempts; wait and retry",
+                          headers=[("Retry-After", "1")])  # fmt: skip
+        failed = False
+        try:
+            scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
+            token = token.strip()
+            found = None
+            if scheme.lower() == "bearer" and plausible_token(token):
+                digest = hash_token(token)
+                if not same_hash(digest, deps.admin_hash):  # the admin token has no room
+                    found = await deps.find_token(digest)
+            if found is not None and found[0] == room:
+                located = await deps.rooms.locate(room)
+                if isinstance(located, Owner):  # cluster: another node serves the room
+                    if not located.url:
+                        raise Refusal("internal", "the room's node has no address; retry")
+                    base = located.url.rstrip("/")  # its WebSocket URL: ws(s)://
+                    target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
+                    if request.query:
+                        target += "?" + request.query
+                    raise Moved(target)
+                if located is not None:
+                    user = found[1]
+                    role = located.state["users"].get(user, {}).get("role")
+                    if role in ROOM_ROLES:
+                        return located, user, role
+            log.info("HTTP request from %s refused: bad token or room", peer)
+            failed = True
+            raise unauthenticated()
+        finally:
+            deps.hello_gate.release(peer, failed=failed)
+
+    def _allow(self, bucket: TokenBucket | None) -> None:
+        """The user's one allowance, shared with their WebSocket sessions."""
+        if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
+            self.deps.metrics.rate_limited.inc()
+            raise Refusal("rate_limited", "too many requests for this user; slow down",
+                          headers=[("Retry-After", retry_after(bucket))])  # fmt: skip
+
+    def _charge(self, bucket: TokenBucket | None, nbytes: int) -> None:
+        if bucket is not None:
+            bucket.charge(self.deps.clock.monotonic(), reply_cost(nbytes))
+
+    async def _query(self, host: RoomHost, read: Callable[[RoomCore], Any]) -> Any:
+        try:
+            return await host.query(read)
+        except RoomClosed:
+            raise self._gone(host)
+
+    def _gone(self, host: RoomHost) -> Refusal:
+        if host.lost_reason is not None:
+            return Refusal("internal", "this server stopped serving the room; retry")
+        return Refusal("not_found", "the room was deleted")
+
+    # --- the routes ----------------------------------------------------------
+
+    async def _command(self, call: Call) -> None:
+        request, conn, cors, host = call.request, call.conn, call.cors, call.host
+        user, role = call.user, call.role
+        cmd_id = request.header("idempotency-key")
+        if cmd_id is None:
+            cmd_id = f"http-{secrets.token_hex(8)}"
+        elif not 1 <= len(cmd_id) <= MAX_CMD_ID_LENGTH:
+            raise Refusal("bad_frame", f"Idempotency-Key: 1 to {MAX_CMD_ID_LENGTH} characters")
+        try:
+            frame = JSON.decode(request.body.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise Refusal("bad_frame", "the body must be JSON in UTF-8")
+        except BadFrame as exc:
+            raise Refusal("bad_frame", f'the body must be a JSON object {{"op", "args"}}: {exc}')
+        if "op" not in frame:
+            raise Refusal("bad_frame", 'a command needs an op: {"op": ..., "args": {...}}')
+        key = (host.room_id, user)
+        if self._inflight.get(key, 0) >= self.deps.limits.max_inflight_per_session:
+            raise Refusal("rate_limited", "too many commands of this user in flight",
+                          headers=[("Retry-After", "1")])  # fmt: skip
+        viewer = rules.Viewer(user, role)
+        seen: list[dict[str, Any]] = []
+
+        def patch_to(patch: dict[str, Any], view: Any) -> None:
+            message = Message(patch, view)  # as the bus would render it for this viewer
+            seen.append(message.frame_for(message.key(viewer), viewer))
+
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+        def reply(answer: dict[str, Any]) -> None:
+            if not fut.done():
+                fut.set_result(answer)
+
+        def done() -> None:
+            left = self._inflight.get(key, 1) - 1
+            if left:
+                self._inflight[key] = left
+            else:
+                self._inflight.pop(key, None)
+
+        command = CommandIn(
+            actor=rules.Actor(user=user, role=role),
+            epoch=host.epochs.get(user, 0),
+            cmd_id=cmd_id,
+            op=frame["op"],
+            args=frame.get("args", {}),
+            expect=frame.get("expect", NO_EXPECT),
+        )
+        self._inflight[key] = self._inflight.get(key, 0) + 1
+        try:
+            host.submit(Command(command, reply, done, self.deps.clock.monotonic(), patch_to))
+        except RoomClosed:
+            done()
+            raise self._gone(host)
+        answer = await fut
+        if answer["t"] == "error":
+            status = STATUS.get(answer["code"], 500)
+            conn.respond(status, json_body(answer), headers=cors)
+            return
+        if seen:
+            answer = {**answer, "patch": seen[0]}
+        conn.respond(200, json_body(answer), headers=cors)
+
+    async def _read(self, call: Call, build: Callable[[RoomCore, rules.Viewer], Any]) -> None:
+        """Answer with `build(core, viewer)`, read in the room's queue (the
+        room as stored); its size is charged like a sync reply's."""
+
+        def read(core: RoomCore) -> Any:
+            viewer = core.viewer(call.user)
+            return None if viewer is None else build(core, viewer)
+
+        found = await self._query(call.host, read)
+        if found is None:  # removed from the room meanwhile
+            raise unauthenticated()
+        body = json_body(found)
+        self._charge(call.bucket, len(body))
+        call.conn.respond(200, body, headers=call.cors)
+
+    async def _state(self, call: Call) -> None:
+        await self._read(
+            call,
+            lambda core, viewer: {
+                "room": core.room_id,
+                "user": call.user,
+                "role": viewer.role,
+                "v": core.v,
+                "state": core.view(viewer),
+            },
+        )
+
+    async def _history(self, call: Call) -> None:
+        params = urllib.parse.parse_qs(call.request.query)
+        most = self.deps.limits.recent_patches_in_memory
+        raw = (params.get("limit") or [str(HISTORY_DEFAULT_LIMIT)])[0]
+        if not raw.isdigit() or not 1 <= int(raw) <= most:
+            raise Refusal("invalid_args", f"limit must be an integer from 1 to {most}")
+        limit = int(raw)
+        await self._read(
+            call,
+            lambda core, viewer: {
+                "room": core.room_id,
+                "v": core.v,
+                "history": core.history(limit, viewer),
+            },
+        )
+
+    async def _events(self, call: Call) -> None:
+        request, conn, host, user, bucket = (
+            call.request,
+            call.conn,
+            call.host,
+            call.user,
+            call.bucket,
+        )
+        raw = request.header("last-event-id")
+        if raw is None:
+            given = urllib.parse.parse_qs(request.query).get("since")
+            raw = given[0] if given else None
+        since = None
+        if raw is not None:
+            if not raw.strip().isdigit():
+                raise Refusal("bad_frame", "Last-Event-ID (or since) must be a version number")
+            since = int(raw.strip())
+        deps = self.deps
+        stream = EventStream(
+            conn, user, deps.limits.outbox_max_bytes, deps.metrics.frames, self._too_slow
+        )
+        fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
+
+        def charge(cost: float) -> None:
+            if bucket is not None:
+                bucket.charge(deps.clock.monotonic(), cost)
+
+        try:
+            host.submit(Join(stream, user, since, fut, charge))
+            await fut
+        except RoomClosed:
+            raise self._gone(host)
+        except JoinRefused as refused:
+            status = 429 if refused.code == "rate_limited" else STATUS.get(refused.code, 500)
+            raise Refusal(refused.code, refused.message, status)
+        self.streams.add(stream)
+        deps.metrics.sse_streams.set(len(self.streams))
+        room = host.room_id
+        try:
+            while not stream.closing and not conn.closed.done():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(conn.closed), PING_INTERVAL_SECONDS)
+                stream.keepalive()
+        finally:
+            self.streams.discard(stream)
+            deps.metrics.sse_streams.set(len(self.streams))
+            deps.bus.unsubscribe(room, stream)
+            deps.registry.remove(room, stream)
+            host.touch()
+            if not stream.closing:
+                stream.close_after(protocol.CLOSE_SHUTDOWN, "stream ended")
+
+    def _too_slow(self, stream: EventStream) -> None:
+        self.deps.metrics.slow_closes.inc()
+        log.info("%s's event stream closed, too slow to read (1013)", stream.user)
