@@ -382,7 +382,10 @@ def _read_users(raw: Any, state: dict[str, Any], with_hashes: bool) -> dict[str,
     for entry in raw:
         _need(isinstance(entry, dict), "each user must be an object")
         uid = entry.get("user")
-        _need(uid in known, f"user {uid!r} is not a user of the room's state")
+        _need(
+            isinstance(uid, str) and uid in known,
+            f"user {str(uid)[:70]!r} is not a user of the room's state",
+        )
         if not with_hashes:
             continue
         h = entry.get("token_hash")

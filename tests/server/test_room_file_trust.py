@@ -164,6 +164,8 @@ ATTACKS = [
     (lambda d: d["versions"][0].update(user={"id": "u1"}), "versions[0].user must be a user id"),
     (lambda d: d["versions"][0].update(id="a\nb"), "versions[0].id must be null or a string"),
     (lambda d: d["versions"][0].update(ts=float("nan")), "versions[0].ts must be a number"),
+    # found by the fuzz test: a user entry naming a list (was a TypeError: internal)
+    (lambda d: d["users"][0].update(user=["u1"]), "is not a user of the room's state"),
 ]  # fmt: skip
 
 
