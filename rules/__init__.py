@@ -14,6 +14,7 @@ PROTOCOL.md's error codes) and the caller still holds the unchanged state.
 No asyncio, no I/O, no clock, no global random.
 """
 
+from rules import schema
 from rules.affordances import (
     RuleTable,
     UndoEntry,
@@ -90,6 +91,7 @@ __all__ = [
     "patch_class",
     "restricted",
     "revert",
+    "schema",
     "to_dict",
     "view_class",
     "view_events",

@@ -15,6 +15,12 @@ from typing import Any
 
 Op = list[Any]
 
+# Path parts no op may name: in JavaScript, `obj["__proto__"] = ...` (and
+# `constructor.prototype`) reach every object's prototype, so a crafted op
+# would pollute a browser client's whole page. No state has such keys (ids
+# refuse them, rules/validate.py); every client's apply_ops refuses them.
+FORBIDDEN_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+
 
 def diff(
     old: dict[str, Any],
@@ -90,6 +96,9 @@ def apply_ops(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
         kind, path = op[0], op[1]
         if not path:
             raise ValueError("an op needs a non-empty path")
+        for key in path:
+            if type(key) is not str or key in FORBIDDEN_KEYS:
+                raise ValueError(f"an op's path may not hold {key!r}")
         target = state
         for key in path[:-1]:
             target = target[key]

@@ -6,7 +6,9 @@ as it was before that command, except what undo never reverts: the users
 (user and token commands cannot be undone, so users added or removed since
 stay as they are now), and owners that no longer exist (a restored character
 whose owner was removed since gets owner null, as remove_user would have
-done). A result that breaks an invariant is refused, never repaired.
+done). A result that breaks an invariant is refused, never repaired, and so
+is one that is not a state at all (an inverse from a crafted room file):
+the restored dict is checked against the state's schema before it is read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rules.errors import Conflict, RuleBroken
 from rules.invariants import violations
 from rules.model import Room
 from rules.patch import apply_ops
+from rules.schema import state_problems
 
 
 def revert(room: Room, state: dict[str, Any], inverse: list[Any], v: int) -> Room:
@@ -32,6 +35,9 @@ def revert(room: Room, state: dict[str, Any], inverse: list[Any], v: int) -> Roo
     for char in restored.get("characters", {}).values():
         if char.get("owner") is not None and char["owner"] not in restored["users"]:
             char["owner"] = None
+    problems = state_problems(restored)
+    if problems:
+        raise RuleBroken(f"undoing version {v} would give an invalid state ({problems[0]})")
     try:
         out = Room.from_dict(restored)
     except (KeyError, TypeError, ValueError) as exc:

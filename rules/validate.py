@@ -16,6 +16,7 @@ import attrs
 from rules.errors import InvalidArgs
 from rules.model import ABILITIES
 from rules.model import SHOWN as SHOWN_LEVELS
+from rules.patch import FORBIDDEN_KEYS
 
 MAX_NAME = 100  # names show in a tracker row; longer is a mistake or abuse
 MAX_ID = 64  # ids travel in every patch path
@@ -139,6 +140,9 @@ def _str(lo: int, hi: int, type_: str = "text") -> Kind:
             raise InvalidArgs(f"{name} must be {lo} to {hi} characters long")
         if any(ord(ch) < 32 for ch in v):
             raise InvalidArgs(f"{name} must not contain control characters")
+        if type_ == "id" and v in FORBIDDEN_KEYS:
+            # ids travel in patch paths, where clients refuse these names
+            raise InvalidArgs(f"{name} {v!r} is reserved; choose another id")
         return v
 
     return Kind(check, type_, lo, hi)

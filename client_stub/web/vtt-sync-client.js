@@ -88,13 +88,33 @@ export class ConnectionFailed extends Error {
 const clone =
   typeof structuredClone === "function" ? structuredClone : (v) => JSON.parse(JSON.stringify(v));
 
+// Path parts no op may name: `obj["__proto__"] = v` (or `constructor` then
+// `prototype`) would reach the prototype every object of the page shares.
+// No state has such keys (the server refuses them as ids); a patch that
+// names one is refused whole, like the server's own apply_ops does.
+export const FORBIDDEN_KEYS = Object.freeze(["__proto__", "constructor", "prototype"]);
+
 /** Apply patch ops (`["set", path, value]`, `["del", path]`) to `state` in place. */
 export function applyOps(state, ops) {
   for (const op of ops || []) {
     const [kind, path] = op;
     if (!Array.isArray(path) || path.length === 0) throw new Error("an op needs a path");
+    for (const key of path) {
+      if (typeof key !== "string" || FORBIDDEN_KEYS.includes(key)) {
+        throw new Error(`an op's path may not hold ${JSON.stringify(key)}`);
+      }
+    }
     let target = state;
-    for (const key of path.slice(0, -1)) target = target[key];
+    for (const key of path.slice(0, -1)) {
+      // own keys only: an inherited one (toString...) is no place in a state
+      if (target === null || typeof target !== "object" || !Object.hasOwn(target, key)) {
+        throw new Error(`an op's path names no place of the state: ${path.join(".")}`);
+      }
+      target = target[key];
+    }
+    if (target === null || typeof target !== "object" || Array.isArray(target)) {
+      throw new Error(`an op's path names no map of the state: ${path.join(".")}`);
+    }
     const last = path[path.length - 1];
     if (kind === "set") target[last] = clone(op[2]);
     else if (kind === "del") delete target[last];

@@ -91,8 +91,9 @@ class Leases(Protocol):
         ...
 
     async def renew(self, rooms: Iterable[str]) -> set[str]:
-        """Extend the leases of these held rooms in one statement; returns
-        those still held. The others are lost (taken, expired, deleted, or
+        """Extend the leases of these held rooms in one statement (and, in a
+        cluster, beat this node's heartbeat: called each round, even with
+        no room); returns those still held. The others are lost (taken, expired, deleted, or
         released) and forgotten: their commits raise `Fenced`."""
         ...
 
@@ -199,15 +200,15 @@ class LeaseKeeper:
             await self.tick()
 
     async def tick(self) -> set[str]:
-        """One renewal round; returns the rooms reported lost."""
+        """One renewal round (also with no room held: a cluster backend
+        beats its node's heartbeat with it); returns the rooms reported lost."""
         held = self.leases.held()
         lost: set[str] = set()
-        if held:
-            try:
-                kept = await self.leases.renew(held)
-                lost = set(held) - kept
-            except StorageError as exc:
-                log.warning("lease renewal of %d room(s) failed: %s", len(held), exc)
+        try:
+            kept = await self.leases.renew(held)
+            lost = set(held) - kept
+        except StorageError as exc:
+            log.warning("lease renewal of %d room(s) failed: %s", len(held), exc)
         lost |= self.leases.expired(self.clock.monotonic())
         if lost:
             try:

@@ -278,6 +278,10 @@ PATCH_SIZE_CHECK_ITEMS = 64
 # 64 KiB frame in either subprotocol; MAX_IMPORT_PARTS) are import_room's
 # arguments: rules/catalog.py holds them with their reasons.
 
+# An event's `kind` in a room file's log: the rules' kinds are a word or two
+# (damage, stability_check); a file's longer one is not the rules' own.
+MAX_EVENT_KIND = 64
+
 # A room file is written in slices of this many versions, each one call of
 # the JSON encoder on a worker thread: between two slices the event loop
 # gets the interpreter back (one call over a 60k-version room held it ~1 s).

@@ -95,6 +95,12 @@ class TokenBucket:
         self._refill(now)
         self.tokens -= cost
 
+    def refund(self, now: float, cost: float) -> None:
+        """Give back what `allow` took for a request that turned out not to
+        count (a reservation: a hello that succeeded), never past `burst`."""
+        self._refill(now)
+        self.tokens = min(float(self.spec.burst), self.tokens + cost)
+
     def full(self, now: float) -> bool:
         self._refill(now)
         return self.tokens >= self.spec.burst

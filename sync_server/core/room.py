@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import attrs
 
 import rules
+from rules.model import ROLES as ROOM_ROLES
 from rules.model import TOUCHED_CUTOVER
 from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
@@ -333,6 +334,11 @@ class RoomCore:
         # removed): sessions opened under an older epoch may not send
         # commands any more, even before their socket is closed.
         self.epochs: dict[str, int] = {}
+        # Token hashes changed since the room was loaded (rotate_token,
+        # add_user: the new hash; remove_user: None), once committed: a
+        # hello that authenticated a token before its rotation was stored
+        # must not join after it with the new epoch (`join`).
+        self.token_changes: dict[str, bytes | None] = {}
         self.dice = dice
         self.wall_clock = wall_clock
         self.new_token = new_token
@@ -471,6 +477,11 @@ class RoomCore:
             self.recent.append(patch)
             self.recent_views.append(view)
         minted = [RememberToken(key, token) for key, token in batch.tokens]
+        for record in batch.records:
+            for user, token_hash in record.token_set:
+                self.token_changes[user] = token_hash
+            for user in record.token_del:
+                self.token_changes[user] = None
         self.trim_dedup()
         return minted
 
@@ -853,15 +864,26 @@ class RoomCore:
         found = self.state["users"].get(user)
         return None if found is None else rules.Viewer(user, found["role"])
 
-    def join(self, user: str, since: int | None) -> tuple[dict[str, Any], str, int]:
+    def join(
+        self, user: str, since: int | None, token_hash: bytes | None = None
+    ) -> tuple[dict[str, Any], str, int]:
         """A hello for this room: (the welcome frame, the user's role, its
-        epoch), or JoinRefused when the user is not (any more) in the room.
-        The welcome carries the user's view of the room."""
-        viewer = self.viewer(user)
-        if viewer is None:
+        epoch), or JoinRefused when the user is not (any more) in the room,
+        or when `token_hash` (the token the hello authenticated) is no
+        longer the user's: a rotation stored between the hello's token
+        lookup and its join ends that token, and its hello must not get the
+        new epoch. The welcome carries the user's view of the room."""
+        found = self.state["users"].get(user)
+        stale = token_hash is not None and self.token_changes.get(user, token_hash) != token_hash
+        # A room's users are gm, player or observer (rules.model.ROLES):
+        # a stored role outside them (`admin` above all, which would make the
+        # session the server's admin) opens nothing, whatever put it there.
+        role = found.get("role") if isinstance(found, dict) else None
+        if role not in ROOM_ROLES or stale:
             raise JoinRefused(
                 protocol.UNAUTHENTICATED, "bad token or room", protocol.CLOSE_UNAUTHENTICATED
             )
+        viewer = rules.Viewer(user, role)
         items = None if since is None else self.patches_after(since, viewer)
         frame = protocol.welcome(
             self.room_id,

@@ -40,6 +40,7 @@ import attrs
 
 import rules
 from rules.catalog import valid_room_id
+from rules.model import ROLES as ROOM_ROLES
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.limits import (
@@ -402,38 +403,44 @@ class Api:
         }[route](call)
 
     async def _authenticate(self, request: HttpRequest, room: str) -> tuple[RoomHost, str, str]:
-        """(the room's host, the user, their role), as a hello checks them."""
+        """(the room's host, the user, their role), as a hello checks them:
+        one failed attempt reserved from the address's allowance before the
+        token is looked up, kept only if it fails (HelloGate), and a stored
+        role that is not a room's (gm, player, observer) opens nothing."""
         deps, peer = self.deps, self._peer(request)
-        failures = deps.hello_failures
-        now = deps.clock.monotonic()
-        if failures is not None and not failures.get(peer, now).allow(now, 0.0):
+        if not await deps.hello_gate.reserve(peer, deps.limits.hello_timeout):
             log.info("HTTP request from %s refused: too many failed attempts", peer)
             raise Refusal("rate_limited", "too many failed attempts; wait and retry",
                           headers=[("Retry-After", "1")])  # fmt: skip
-        scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
-        token = token.strip()
-        found = None
-        if scheme.lower() == "bearer" and plausible_token(token):
-            digest = hash_token(token)
-            if not same_hash(digest, deps.admin_hash):  # the admin token has no room
-                found = await deps.find_token(digest)
-        if found is not None and found[0] == room:
-            located = await deps.rooms.locate(room)
-            if isinstance(located, Owner):  # cluster: another node serves the room
-                base = (located.url or "").rstrip("/")  # its WebSocket URL: ws(s)://
-                target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
-                if request.query:
-                    target += "?" + request.query
-                raise Moved(target)
-            if located is not None:
-                user = found[1]
-                role = located.state["users"].get(user, {}).get("role")
-                if role is not None:
-                    return located, user, role
-        log.info("HTTP request from %s refused: bad token or room", peer)
-        if failures is not None:
-            failures.get(peer, now).charge(now, 1.0)
-        raise unauthenticated()
+        failed = False
+        try:
+            scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
+            token = token.strip()
+            found = None
+            if scheme.lower() == "bearer" and plausible_token(token):
+                digest = hash_token(token)
+                if not same_hash(digest, deps.admin_hash):  # the admin token has no room
+                    found = await deps.find_token(digest)
+            if found is not None and found[0] == room:
+                located = await deps.rooms.locate(room)
+                if isinstance(located, Owner):  # cluster: another node serves the room
+                    if not located.url:
+                        raise Refusal("internal", "the room's node has no address; retry")
+                    base = located.url.rstrip("/")  # its WebSocket URL: ws(s)://
+                    target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
+                    if request.query:
+                        target += "?" + request.query
+                    raise Moved(target)
+                if located is not None:
+                    user = found[1]
+                    role = located.state["users"].get(user, {}).get("role")
+                    if role in ROOM_ROLES:
+                        return located, user, role
+            log.info("HTTP request from %s refused: bad token or room", peer)
+            failed = True
+            raise unauthenticated()
+        finally:
+            deps.hello_gate.release(peer, failed=failed)
 
     def _allow(self, bucket: TokenBucket | None) -> None:
         """The user's one allowance, shared with their WebSocket sessions."""

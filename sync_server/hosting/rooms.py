@@ -120,6 +120,8 @@ class Join:
     future: asyncio.Future[tuple[str, int]]
     # Told what the welcome cost (ratelimit.reply_cost), for the user's bucket.
     charge: Callable[[float], None] | None = None
+    # The hash of the token the hello authenticated: still the user's? (RoomCore.join)
+    token_hash: bytes | None = None
 
 
 @attrs.define
@@ -208,6 +210,13 @@ class RoomHost:
         # How queued work is answered once the room is closed.
         self._closed_answer = ("not_found", "the room was deleted")
         self.last_active = services.clock.monotonic()
+        # Rooms.loads when this host began loading (a hello that looked its
+        # token up before then re-checks it: the host knows only the token
+        # changes committed since its load).
+        self.load_seq = 0
+        # Hellos that found this host and check their token again before
+        # they join: the host is not idle meanwhile (not unloaded under them).
+        self.hellos = 0
         # Resync snapshots by view class, at a version: shared by the sinks
         # of one class until the queue is empty again.
         self._resyncs: dict[Any, tuple[int, Message]] = {}
@@ -257,6 +266,7 @@ class RoomHost:
         return (
             not self._items
             and not self._busy
+            and not self.hellos
             and self.services.registry.count(self.room_id) == 0
             and self.services.clock.monotonic() - self.last_active
             > self.services.limits.room_idle_unload_seconds
@@ -449,7 +459,7 @@ class RoomHost:
             return
         services, limits = self.services, self.services.limits
         try:
-            welcome, role, epoch = self.core.join(j.user, j.since)
+            welcome, role, epoch = self.core.join(j.user, j.since, j.token_hash)
             if services.registry.count(self.room_id) >= limits.max_connections_per_room:
                 raise JoinRefused(
                     "rate_limited", "too many connections to this room", protocol.CLOSE_TOO_MANY
@@ -547,6 +557,8 @@ class Rooms:
         self._loading: dict[str, asyncio.Future[RoomHost | Owner | None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Room loads begun so far (RoomHost.load_seq).
+        self.loads = 0
 
     @property
     def cluster(self) -> bool:
@@ -625,6 +637,8 @@ class Rooms:
             return claim
         assert isinstance(claim, Claim)
         limits = self.services.limits
+        self.loads += 1
+        load_seq = self.loads
         try:
             stored = await self.services.storage.load_room(
                 room,
@@ -646,6 +660,7 @@ class Rooms:
         loaded = attrs.evolve(replay(stored, limits.recent_patches_in_memory), undo=undo)
         host = RoomHost(self.new_core(loaded), self.services)
         host.on_drop = self._dropped
+        host.load_seq = load_seq
         self.hosts[room] = host
         self.created(room)
         self.services.metrics.rooms_loaded.set(len(self.hosts))

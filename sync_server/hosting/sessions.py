@@ -50,6 +50,7 @@ from sync_server.core.session import (
     RunCommand,
     RunSync,
     SessionCore,
+    unauthenticated,
 )
 from sync_server.hosting.admin import ADMIN_USER
 from sync_server.hosting.bus import RoomBus
@@ -65,6 +66,61 @@ from sync_server.wire import protocol
 from sync_server.wire.codec import BadFrame, Codec, codec_for
 
 log = logging.getLogger(__name__)
+
+
+class HelloGate:
+    """The failed-hello allowance of each peer address, reserved at accept.
+
+    A hello takes one failed hello from its address's bucket before it is
+    read (`reserve`), and gives it back unless it fails (`release`): hellos
+    arriving together cannot all pass a check that costs nothing and be
+    charged only once they fail (300 at once all passed, then their debt
+    locked the address, and everyone behind its NAT, for a minute). The
+    bucket never goes below zero, so an address recovers within burst /
+    rate. When the allowance is spent but hellos of that address are still
+    in flight, the next one waits for them (an honest crowd behind one NAT,
+    whose hellos succeed and give their reservation back, all pass); when
+    none is in flight, it is turned away."""
+
+    def __init__(self, buckets: Buckets | None, clock: Clock) -> None:
+        self.buckets = buckets
+        self.clock = clock
+        self._inflight: dict[str, int] = {}
+        self._released: dict[str, asyncio.Event] = {}
+
+    async def reserve(self, peer: str, wait: float) -> bool:
+        """Reserve one failed hello for `peer`; False when its allowance is
+        spent (and stays so for `wait` seconds of hellos in flight)."""
+        if self.buckets is None:
+            return True
+        try:
+            async with asyncio.timeout(wait):
+                while True:
+                    now = self.clock.monotonic()
+                    if self.buckets.get(peer, now).allow(now, 1.0):
+                        self._inflight[peer] = self._inflight.get(peer, 0) + 1
+                        return True
+                    if not self._inflight.get(peer):
+                        return False
+                    await self._released.setdefault(peer, asyncio.Event()).wait()
+        except TimeoutError:
+            return False
+
+    def release(self, peer: str, failed: bool) -> None:
+        """The reserved hello is over: a failure keeps what it took."""
+        if self.buckets is None:
+            return
+        left = self._inflight.get(peer, 1) - 1
+        if left > 0:
+            self._inflight[peer] = left
+        else:
+            self._inflight.pop(peer, None)
+        if not failed:
+            now = self.clock.monotonic()
+            self.buckets.get(peer, now).refund(now, 1.0)
+        waiting = self._released.pop(peer, None)
+        if waiting is not None:
+            waiting.set()
 
 
 @attrs.frozen
@@ -96,6 +152,13 @@ class SessionDeps:
     # What all clients may hold unsent, per room and server-wide (outbox.py).
     outbox_budget: OutboxBudget | None = None
 
+    # Reserves each hello's failure in `hello_failures` at accept (HelloGate).
+    hello_gate: HelloGate = attrs.field(
+        default=attrs.Factory(
+            lambda self: HelloGate(self.hello_failures, self.clock), takes_self=True
+        )
+    )
+
 
 def request_bucket(deps: SessionDeps, role: str | None, room: str, user: str) -> TokenBucket | None:
     """The request allowance of `user` in `room`, shared by all of that
@@ -123,6 +186,12 @@ class Session:
         self.inflight = asyncio.Semaphore(deps.limits.max_inflight_per_session)
         self._peer: str | None = None
         self._cleaned = False
+        # Set only by the admin token's hello (`_open_admin`): what routes
+        # commands to the admin service, never a role read from a room.
+        self.is_admin = False
+        # The failed-hello allowance this connection reserved at its accept
+        # (HelloGate): kept if the hello fails, given back otherwise.
+        self._hello_reserved = False
 
     # --- lifecycle --------------------------------------------------------
 
@@ -136,7 +205,9 @@ class Session:
 
     async def run(self) -> None:
         try:
-            if not await self._hello():
+            opened = await self._hello()
+            self._refund_hello()  # refused as a guess: _hello_failed kept it
+            if not opened:
                 return
             self.deps.opened(self)
             opened_at = self.deps.clock.monotonic()
@@ -161,6 +232,7 @@ class Session:
                         by,
                     )
         finally:
+            self._refund_hello()  # a hello cut short (cancelled) gives it back too
             await self._cleanup()
 
     def _close_info(self) -> tuple[int | None, str, str]:
@@ -176,13 +248,19 @@ class Session:
 
     def _hello_failed(self, reason: str) -> None:
         """A refused hello: logged with the peer and the reason (never the
-        token), and counted against the peer address."""
+        token). It counts against the peer address through the allowance
+        it reserved at its accept, which is not given back."""
         log.info("hello refused from %s: %s", self.peer, reason)
-        failures = self.deps.hello_failures
-        if failures is not None:
-            failures.get(self.peer, self.deps.clock.monotonic()).charge(
-                self.deps.clock.monotonic(), 1.0
-            )
+        if self._hello_reserved:
+            self._hello_reserved = False
+            self.deps.hello_gate.release(self.peer, failed=True)
+
+    def _refund_hello(self) -> None:
+        """The hello did not fail (welcomed, redirected, timed out, the
+        storage down): its reservation goes back to the address's allowance."""
+        if self._hello_reserved:
+            self._hello_reserved = False
+            self.deps.hello_gate.release(self.peer, failed=False)
 
     async def _redirect(self, url: str) -> None:
         """Cluster mode: another node serves the room; the client goes there
@@ -225,13 +303,15 @@ class Session:
         core = SessionCore.awaiting_hello()
         self.core = core
         limits = self.deps.limits
-        failures = self.deps.hello_failures
-        now = self.deps.clock.monotonic()
-        allowed = failures is None or failures.get(self.peer, now).allow(now, 0.0)
+        # One failed hello reserved at the accept (HelloGate), before the
+        # hello is read; given back unless it fails.
+        allowed = await self.deps.hello_gate.reserve(self.peer, limits.hello_timeout)
+        self._hello_reserved = allowed and self.deps.hello_failures is not None
         action: HelloAction = core.start(
             allowed, limits.hello_timeout, limits.hello_penalty_seconds
         )
         host: RoomHost | None = None
+        digest, found, looked_up = b"", None, 0  # the token, its owner, loads before its lookup
         try:
             while True:
                 if isinstance(action, ReadHello):
@@ -242,19 +322,36 @@ class Session:
                         slot_free = len(self.deps.admin_slots) < limits.max_admin_connections
                         action = core.admin_token(slot_free)
                     else:
-                        action = core.room_token(await self.deps.find_token(digest))
+                        looked_up = self.deps.rooms.loads  # room loads begun before it
+                        found = await self.deps.find_token(digest)
+                        action = core.room_token(found)
                 elif isinstance(action, Locate):
                     where = await self.deps.rooms.locate(action.room)
                     if isinstance(where, Owner):
                         action = core.located("elsewhere", where.url or "")
                     elif where is None:
                         action = core.located("nowhere")
+                    elif where.load_seq > looked_up:
+                        # Loaded after the lookup: a token change stored before
+                        # the load is one this host does not know. Look the token
+                        # up again, the host held meanwhile (not unloaded as idle).
+                        looked_up = self.deps.rooms.loads
+                        where.hellos += 1
+                        try:
+                            again = await self.deps.find_token(digest)
+                        finally:
+                            where.hellos -= 1
+                        if again != found:
+                            action = core.refused(unauthenticated())
+                        else:
+                            host = where
+                            action = core.located("here")
                     else:
                         host = where
                         action = core.located("here")
                 elif isinstance(action, JoinRoom):
                     assert host is not None
-                    action = await self._join(core, host, action)
+                    action = await self._join(core, host, action, digest)
                 elif isinstance(action, OpenAdmin):
                     self._open_admin()
                     core.opened(self.bucket)
@@ -304,7 +401,9 @@ class Session:
             frame = exc
         return core.hello_received(frame)
 
-    async def _join(self, core: SessionCore, host: RoomHost, join: JoinRoom) -> HelloAction:
+    async def _join(
+        self, core: SessionCore, host: RoomHost, join: JoinRoom, digest: bytes
+    ) -> HelloAction:
         """Submit the join to the room's queue and feed its answer back."""
         room, user = join.room, join.user
         bucket = self._bucket(host.state["users"].get(user, {}).get("role"), room, user)
@@ -319,7 +418,7 @@ class Session:
         outbox = self._new_outbox(user, room)
         fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
         try:
-            host.submit(Join(outbox, user, join.since, fut, charge))
+            host.submit(Join(outbox, user, join.since, fut, charge, digest))
             role, epoch = await fut
         except RoomClosed:
             return core.join_retry()  # deleted, unloaded or moved meanwhile: look again
@@ -347,6 +446,7 @@ class Session:
         # in between, so hellos arriving at the same instant cannot all pass
         # the check; the slot is freed in _cleanup, whatever happens next.
         self.deps.admin_slots.add(self)
+        self.is_admin = True
         self.user, self.role = ADMIN_USER, "admin"
         self.outbox = self._new_outbox(ADMIN_USER)
         self.outbox.send(protocol.admin_welcome(ADMIN_USER))
@@ -417,7 +517,7 @@ class Session:
             assert isinstance(action, Ignore)
 
     async def _command(self, action: RunCommand) -> None:
-        if self.role == "admin":
+        if self.is_admin:
             frame = await self.deps.admin(action.cmd_id, action.op, action.args)
             self._send(frame)
             if self.deps.activity is not None:  # room commands are counted by their room

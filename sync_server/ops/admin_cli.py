@@ -383,11 +383,12 @@ def import_(ns: argparse.Namespace) -> int:
         raise AdminError(f"cannot read {ns.file}: {exc}", EXIT_USAGE)
     try:
         doc = transfer.loads(text)
+        # The server checks the file whole before it stores anything; the
+        # same checks here give a bad file's reason before any upload.
+        transfer.from_document(json.loads(transfer.dumps(doc)))
     except transfer.BadRoomFile as exc:
         raise AdminError(f"{ns.file}: {exc}", EXIT_USAGE)
-    room = doc.get("room")
-    if not isinstance(room, str):
-        raise AdminError(f"{ns.file}: not a room file (no room id)", EXIT_USAGE)
+    room = str(doc["room"])  # a room id: from_document checked it
     # Sent as the export wrote it, re-encoded as ASCII: any character escaped,
     # so the text can be cut anywhere.
     result = asyncio.run(_import(ns, transfer.dumps(doc), room))

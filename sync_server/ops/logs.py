@@ -12,6 +12,13 @@
   they go to DEBUG (`sync_server.http`, beside our own access line that
   says method, path, status and peer). Its DEBUG output (every frame, hello
   frames and their tokens included) is never produced at all.
+- `TextFormatter`: a text line is one line, whatever a client sent. Op
+  names, close reasons, addresses named by a proxy reach log messages;
+  their control characters (newlines that would forge a line, ANSI escapes
+  that would drive the operator's terminal, C1 controls, Unicode line
+  separators and bidirectional overrides) are written escaped (`\n`,
+  `\x1b`, `\u2028`). JSON lines need none of it: `json.dumps` escapes
+  them in strings.
 - `Redact`: a last line of defence on every handler: the secrets the
   server knows (the admin token) and anything shaped like a user token
   (43 URL-safe characters, 256 bits) are replaced before a line is written.
@@ -41,6 +48,37 @@ TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"
 REDACTED = "[redacted]"
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+# What a text line never holds raw (see TextFormatter): C0 controls, DEL,
+# C1 controls, the Unicode line and paragraph separators, bidirectional
+# embeddings, overrides and isolates.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    return _SHORT.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def escape_text(text: str) -> str:
+    """`text` with every control character written as an escape, so that
+    it stays on its line and leaves the terminal alone."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+class TextFormatter(logging.Formatter):
+    """TEXT_FORMAT with the message escaped (`escape_text`): the one place
+    every client string of a text line passes, whichever module logs it.
+    A traceback (the server's own text) keeps its lines."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape_text(record.message)
+        return super().formatMessage(record)
 
 
 class Redact(logging.Filter):
@@ -156,7 +194,7 @@ def setup(level: str = "INFO", fmt: str = "text", redact: Redact | None = None) 
     through it too. Returns the filter (add secrets to it later)."""
     redact = redact or Redact()
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(redact)
     root = logging.getLogger()
     for old in list(root.handlers):

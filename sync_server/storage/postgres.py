@@ -44,6 +44,7 @@ import contextlib
 import functools
 import logging
 import math
+import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
@@ -52,7 +53,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import msgpack
 
-from sync_server.cluster.leases import LEASE_SECONDS, Claim, Owner
+from sync_server.cluster.leases import LEASE_SECONDS, RENEWALS_PER_LEASE, Claim, Owner
 from sync_server.core.limits import SNAPSHOTS_KEPT
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
@@ -179,11 +180,29 @@ MIGRATIONS: tuple[tuple[str | Callable[[asyncpg.Connection], Awaitable[None]], .
     # 1 -> 2: what viewers who do not see everything get of each version, so
     # resumes and history after a restart are their views (docs/views.md).
     ("ALTER TABLE versions ADD COLUMN views bytea", _backfill_views),
+    # 2 -> 3: the running nodes, so that a second process started under a
+    # node id already in use is refused instead of fighting for its rooms.
+    (
+        """CREATE TABLE nodes (
+            node_id text PRIMARY KEY,
+            instance text NOT NULL,
+            url text NOT NULL,
+            seen timestamptz NOT NULL)""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Tables holding data (for tests that empty a database between cases).
-DATA_TABLES = ("rooms", "users", "versions", "snapshots", "admin_log")
+DATA_TABLES = ("rooms", "users", "versions", "snapshots", "admin_log", "nodes")
+
+# How long a node starting under an id that another instance used lately
+# watches that instance's heartbeat before it concludes it is gone (it
+# crashed, or was restarted): the renewal interval (a live node beats once
+# per interval, with its lease renewals) and half of it again for a slow
+# round. A clean stop deletes its row, so a restart seldom waits.
+DUPLICATE_WATCH_INTERVALS = 1.5
+# How often the starting node reads that heartbeat while it watches.
+DUPLICATE_POLL_SECONDS = 0.1
 
 # Commits waiting are written together (group commit): one statement, one
 # transaction and one WAL flush for every room in the group, as SQLite's
@@ -382,6 +401,22 @@ FROM unnest($2::text[], $3::bigint[]) AS h(room, epoch)
 WHERE r.room = h.room AND r.epoch = h.epoch AND r.owner = $1
 """
 
+NODE_SQL = """
+SELECT instance, url, seen, extract(epoch FROM clock_timestamp() - seen) AS age
+FROM nodes WHERE node_id = $1
+"""
+
+# Register (or take over) this node id for this process; a heartbeat.
+NODE_UPSERT_SQL = """
+INSERT INTO nodes (node_id, instance, url, seen) VALUES ($1, $2, $3, clock_timestamp())
+ON CONFLICT (node_id) DO UPDATE SET instance = $2, url = $3, seen = clock_timestamp()
+"""
+
+# (the URL too: a node on port 0 learns its own once listening, after open)
+NODE_BEAT_SQL = """
+UPDATE nodes SET seen = clock_timestamp(), url = $3 WHERE node_id = $1 AND instance = $2
+"""
+
 OWNER_SQL = """
 SELECT owner, owner_url, epoch, head, lease_until > clock_timestamp() AS live
 FROM rooms WHERE room = $1
@@ -475,6 +510,8 @@ class PgStorage:
         self._flush_tasks: set[asyncio.Task[None]] = set()
         self._writing: set[str] = set()  # rooms of the groups in flight
         self._on_group = on_group
+        # This process, among those that ever ran under `node_id` (nodes).
+        self.instance = secrets.token_hex(8)
 
     # --- lifecycle --------------------------------------------------------
 
@@ -496,9 +533,54 @@ class PgStorage:
             ) from exc
         try:
             await self._migrate()
+            await self._register()
         except BaseException:
             await self._terminate()
             raise
+
+    async def _register(self) -> None:
+        """Take `node_id` for this process, unless another live process
+        holds it: two nodes under one id would each take the other's rooms
+        (a claim by the same id always succeeds), for ever. An instance
+        seen lately is watched for one renewal round: if its heartbeat
+        moves it is alive, and this node refuses to start naming it; if it
+        does not (it crashed, or is this node's own previous run), the id
+        is taken over."""
+        interval = self.lease_seconds / RENEWALS_PER_LEASE
+        async with self._conn() as conn:
+            row = await conn.fetchrow(NODE_SQL, self.node_id)
+        if row is not None and row["instance"] != self.instance:
+            watch = interval * DUPLICATE_WATCH_INTERVALS - float(row["age"])
+            loop = asyncio.get_running_loop()  # real seconds, whatever self.clock is
+            deadline = loop.time() + watch
+            while watch > 0 and loop.time() < deadline:
+                await asyncio.sleep(DUPLICATE_POLL_SECONDS)
+                async with self._conn() as conn:
+                    now = await conn.fetchrow(NODE_SQL, self.node_id)
+                if now is None:
+                    break  # it stopped cleanly meanwhile
+                if now["instance"] != row["instance"] or now["seen"] != row["seen"]:
+                    raise StorageError(
+                        f"node id {self.node_id!r} is in use by another running node "
+                        f"(at {now['url'] or 'no public URL'}, instance {now['instance']}): "
+                        "give each node its own --node-id (the default, hostname:port, "
+                        "collides on cloned machines)"
+                    )
+        async with self._conn() as conn:
+            await conn.execute(NODE_UPSERT_SQL, self.node_id, self.instance, self.public_url)
+
+    async def _beat(self, conn: asyncpg.Connection) -> None:
+        """This node's heartbeat (with each renewal round). A row taken
+        over by another process of the same id means this one is the
+        duplicate now (it was paused past the watch): said loudly; its
+        claims are fenced by the newer epochs anyway."""
+        done = await conn.execute(NODE_BEAT_SQL, self.node_id, self.instance, self.public_url)
+        if done.endswith(" 0"):
+            log.error(
+                "node id %r was taken over by another process: this one is a duplicate; "
+                "stop it, or give it its own --node-id",
+                self.node_id,
+            )
 
     async def _migrate(self) -> None:
         """Create the schema, or bring an older one up to date, in one
@@ -536,6 +618,15 @@ class PgStorage:
                 await self.release(list(self._held))
             except StorageError as exc:
                 log.warning("releasing leases at close failed (they will expire): %s", exc)
+        try:  # a clean stop: the id is free for the next start at once
+            async with self._conn() as conn:
+                await conn.execute(
+                    "DELETE FROM nodes WHERE node_id = $1 AND instance = $2",
+                    self.node_id,
+                    self.instance,
+                )
+        except StorageError as exc:
+            log.warning("unregistering node %r at close failed: %s", self.node_id, exc)
         pool, self._pool = self._pool, None
         try:
             async with asyncio.timeout(self.op_timeout):
@@ -593,10 +684,11 @@ class PgStorage:
             (c for c in (self._held.get(r) for r in set(rooms)) if c is not None),
             key=lambda c: c.room,
         )
-        if not claims:
-            return set()
         sent = self.clock.monotonic()
         async with self._conn() as conn:
+            await self._beat(conn)
+            if not claims:
+                return set()
             rows = await conn.fetch(
                 RENEW_SQL,
                 self.node_id,

@@ -27,11 +27,21 @@ server issues a new token for every user and returns them once (the CLI
 prints their links). With them (`--with-token-hashes`), every old link
 keeps working on the new server; keep such a file as you would the database.
 
-`from_document` checks everything before anything is stored: the format
-and its version, the room id, the log's continuity, every field's type,
-that the snapshot plus the log after it gives exactly `state`, that the
-state is a valid room (the rules' invariants), that undo marks point at
-undoable versions. A file that fails is refused with the first reason.
+A room file is untrusted input: whoever wrote it chooses every byte, and
+what it holds reaches every client of the room (states, patches, history)
+and the room core (roles, undo's inverses). `from_document` checks it whole
+before anything is stored: the format and its version, the room id, the
+log's continuity; every version's fields (a known op, ids that are ids, and
+each op and inverse against the state's schema, `rules.schema`: a place the
+state has, a value of its type, never a `__proto__` path part); the
+snapshot, and every state the log passes through, in both directions from
+the snapshot (its ops checked against what they lead to, each state checked
+where a version changed it), against that schema: types, ranges, roles (gm,
+player or observer: never the server's admin), and derived fields (`mods`,
+`pe_max`) recomputed, never trusted; that the snapshot plus the log after it
+gives exactly `state`; that the snapshot and the state are valid rooms (the
+rules' invariants); that undo marks point at undoable versions. A file that
+fails is refused with the first reason.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import math
 import re
 import time
 from typing import Any
@@ -46,8 +57,10 @@ from typing import Any
 import attrs
 
 import rules
+from rules import schema
+from rules.patch import apply_ops
 from sync_server import __version__
-from sync_server.core.limits import ROOM_ID_PATTERN
+from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_EVENT_KIND, ROOM_ID_PATTERN
 from sync_server.storage import (
     PatchRow,
     RoomDump,
@@ -139,12 +152,17 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return type(v) in (int, float)
+    return type(v) is int or (type(v) is float and math.isfinite(v))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def loads(text: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
+        # NaN and Infinity are not JSON: no client could read them back
+        doc = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise BadRoomFile(f"not JSON: {exc}") from None
     _need(isinstance(doc, dict), "not a room file: the top level must be an object")
@@ -177,6 +195,7 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
     snap_v, snap_state = snapshot.get("v"), snapshot.get("state")
     _need(_is_int(snap_v) and 0 <= snap_v <= head, "snapshot.v must be a version 0..head")
     _need(isinstance(snap_state, dict), "snapshot.state must be an object")
+    _need_state(snap_state, "snapshot.state")
     raw: Any = doc.get("versions")
     _need(isinstance(raw, list), "versions must be a list")
     _need(len(raw) == head, f"versions must hold the whole log, 1..{head} ({len(raw)} found)")
@@ -209,18 +228,14 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
         frozenset(undone),
         {},
     )
-    try:
-        state = state_at_head(dump)
-    except Exception as exc:  # StorageError (a hole), or ops that do not apply
-        raise BadRoomFile(f"the log does not apply to the snapshot: {exc}") from None
+    _check_before_snapshot(snap_state, versions[:snap_v])
+    state = _check_after_snapshot(snap_state, versions[snap_v:])
     if "state" in doc:
         _need(doc["state"] == state, "state is not what the snapshot and the log make")
     _need(state.get("room") == room, f"the room's state names room {state.get('room')!r}")
-    try:
-        problems = rules.violations(rules.Room.from_dict(copy.deepcopy(state)))
-    except Exception as exc:
-        raise BadRoomFile(f"the room's state is not a valid room: {exc}") from None
-    _need(not problems, f"the room's state breaks the rules' invariants: {problems}")
+    _need_state(state, "the room's state")
+    _need_valid_room(snap_state, "the snapshot")
+    _need_valid_room(state, "the room's state")
     tokens = _read_users(doc.get("users", []), state, with_hashes)
     # What each viewer gets of each version is not in the file: it follows
     # from the log (and from this server's rules of views), so it is rebuilt
@@ -240,17 +255,102 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
     )
 
 
+def _first(problems: list[str]) -> str:
+    return "; ".join(problems[:3])
+
+
+def _need_state(state: Any, where: str) -> None:
+    problems = schema.state_problems(state)
+    _need(not problems, f"{where} is not a valid state: {_first(problems)}")
+
+
+def _need_valid_room(state: dict[str, Any], where: str) -> None:
+    try:
+        problems = rules.violations(rules.Room.from_dict(copy.deepcopy(state)))
+    except Exception as exc:
+        raise BadRoomFile(f"{where} is not a valid room: {exc}") from None
+    _need(not problems, f"{where} breaks the rules' invariants: {problems}")
+
+
+_ABSENT = object()
+
+
+def _at(state: dict[str, Any], path: list[str]) -> Any:
+    node: Any = state
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return _ABSENT
+        node = node[key]
+    return node
+
+
+def _apply(state: dict[str, Any], ops: list[Any], where: str) -> None:
+    try:
+        apply_ops(state, ops)
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise BadRoomFile(f"{where} do not apply: {exc!r}") from None
+
+
+def _check_before_snapshot(snapshot: dict[str, Any], before: list[VersionRecord]) -> None:
+    """The versions at or below the snapshot are not replayed, but `sync`
+    serves their ops and undo applies their inverses: walk back from the
+    snapshot, each version's ops must be what its state holds, and its
+    inverse must lead to a valid state (checked where it changes it)."""
+    state = copy.deepcopy(snapshot)
+    for record in reversed(before):
+        where = f"version {record.v}"
+        for op in record.ops:
+            want = _ABSENT if op[0] == "del" else op[2]
+            _need(
+                _at(state, op[1]) == want,
+                f"{where}'s ops do not lead to the snapshot (at {'.'.join(op[1])})",
+            )
+        _apply(state, record.inverse, f"{where}'s inverse ops")
+        problems = schema.changed_problems(state, record.inverse)
+        _need(not problems, f"{where}'s inverse gives an invalid state: {_first(problems)}")
+
+
+def _check_after_snapshot(snapshot: dict[str, Any], after: list[VersionRecord]) -> dict[str, Any]:
+    """Replay the log after the snapshot (as `storage.replay` will), each
+    state checked where the version changed it; returns the head state."""
+    state = copy.deepcopy(snapshot)
+    for record in after:
+        where = f"version {record.v}"
+        _apply(state, record.ops, f"{where}'s ops")
+        problems = schema.changed_problems(state, record.ops)
+        _need(not problems, f"{where} gives an invalid state: {_first(problems)}")
+    return state
+
+
+_KNOWN_OPS = frozenset(rules.OPS) | rules.LOG_OPS
+
+
 def _read_version(room: str, v: int, item: Any) -> tuple[VersionRecord, bool]:
     where = f"versions[{v - 1}]"
     _need(isinstance(item, dict), f"{where} must be an object")
     _need(item.get("v") == v and _is_int(item.get("v")), f"{where}.v must be {v}")
     cmd_id = item.get("id")
-    _need(cmd_id is None or isinstance(cmd_id, str), f"{where}.id must be a string or null")
-    for key in ("user", "op"):
-        _need(isinstance(item.get(key), str), f"{where}.{key} must be a string")
+    _need(
+        cmd_id is None or schema.text(1, MAX_CMD_ID_LENGTH)(cmd_id) is None,
+        f"{where}.id must be null or a string of 1 to {MAX_CMD_ID_LENGTH} "
+        "characters, none a control character",
+    )
+    _need(schema.ident(item.get("user")) is None, f"{where}.user must be a user id")
+    _need(
+        isinstance(item.get("op"), str) and item["op"] in _KNOWN_OPS,
+        f"{where}.op must be a room command ({str(item.get('op'))[:40]!r} is not one)",
+    )
     for key in ("ops", "inverse", "events"):
         _need(isinstance(item.get(key), list), f"{where}.{key} must be a list")
-    _need(all(isinstance(e, dict) for e in item["events"]), f"{where}.events must be objects")
+    for key in ("ops", "inverse"):
+        for i, op in enumerate(item[key]):
+            problems = schema.op_problems(op)
+            _need(not problems, f"{where}.{key}[{i}]: {_first(problems)}")
+    for i, event in enumerate(item["events"]):
+        _need(
+            isinstance(event, dict) and schema.text(1, MAX_EVENT_KIND)(event.get("kind")) is None,
+            f"{where}.events[{i}] must be an object with a kind",
+        )
     _need(isinstance(item.get("result", {}), dict), f"{where}.result must be an object")
     for key in ("undoable", "undone"):
         _need(type(item.get(key)) is bool, f"{where}.{key} must be true or false")
@@ -282,7 +382,10 @@ def _read_users(raw: Any, state: dict[str, Any], with_hashes: bool) -> dict[str,
     for entry in raw:
         _need(isinstance(entry, dict), "each user must be an object")
         uid = entry.get("user")
-        _need(uid in known, f"user {uid!r} is not a user of the room's state")
+        _need(
+            isinstance(uid, str) and uid in known,
+            f"user {str(uid)[:70]!r} is not a user of the room's state",
+        )
         if not with_hashes:
             continue
         h = entry.get("token_hash")

@@ -41,14 +41,26 @@ async def table(tmp_path: Path) -> AsyncIterator[LiveTable]:
         yield t
 
 
+def watched(page: Any) -> Any:
+    """`page.js_errors`: its uncaught errors, and whatever the pages'
+    Content-Security-Policy blocked (the page must need nothing it forbids)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def console(msg: Any) -> None:
+        if "Content Security Policy" in msg.text:
+            errors.append(msg.text)
+
+    page.on("console", console)
+    page.js_errors = errors
+    return page
+
+
 async def open_page(browser: Any, url: str, width: int = 1280, height: int = 900) -> Any:
     from playwright.async_api import expect
 
     ctx = await browser.new_context(viewport={"width": width, "height": height})
-    page = await ctx.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.js_errors = errors
+    page = watched(await ctx.new_page())
     await page.goto(url)
     await expect(page.locator("#status")).to_have_attribute("data-status", "connected")
     return page
@@ -572,7 +584,7 @@ async def test_admin_page_creates_a_room_whose_gm_link_opens_it(
     from tests.helpers.server import ADMIN_TOKEN
 
     ctx = await browser.new_context()
-    admin = await ctx.new_page()
+    admin = watched(await ctx.new_page())
     await admin.goto(f"{table.http_url}admin.html")
     await admin.fill('[name="token"]', "not-the-admin-token")
     await admin.fill('[name="name"]', "Thursday table")
@@ -586,7 +598,7 @@ async def test_admin_page_creates_a_room_whose_gm_link_opens_it(
     await expect(gm.locator("#room-name")).to_have_text("Thursday table")
     await expect(gm.locator("#whoami")).to_have_text("GM · gm")
     await expect(gm.locator("#setup")).to_have_attribute("open", "")  # empty: setup first
-    assert gm.js_errors == []
+    assert gm.js_errors == [] and admin.js_errors == []
 
 
 # Distinctive values of the characters a player must not read (docs/views.md).

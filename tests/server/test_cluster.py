@@ -17,7 +17,7 @@ import msgpack
 import pytest
 
 from client_stub import Client
-from sync_server.storage import replay
+from sync_server.storage import StorageError, replay
 from sync_server.storage.postgres import PgStorage
 from sync_server.testing.server import without_affordances
 from sync_server.wire import protocol
@@ -294,3 +294,36 @@ async def test_an_idle_room_gives_its_lease_up(tmp_path, pg_db) -> None:
             assert gm.version == 6 and set(b.rooms.hosts) == {"r1"}
             owner = await b.leases.owner("r1")
             assert owner is not None and owner.node_id == "b"
+
+
+async def test_a_second_node_under_a_live_nodes_id_refuses_to_start_naming_it(
+    tmp_path, pg_db
+) -> None:
+    """Two nodes with one --node-id (the default hostname:port, on cloned
+    machines) would take each other's rooms for ever: the second sees the
+    first's heartbeat and refuses to start, naming it. Once the first stops
+    cleanly, the id is free at once; a crashed first (no heartbeat) is
+    taken over after one renewal round."""
+    async with node(tmp_path, "a", pg_db) as a:
+        with pytest.raises(StorageError) as refused:
+            async with running_server(
+                tmp_path / "clone", database=pg_db, node_id="a", lease_seconds=LEASE
+            ):
+                pass
+        message = str(refused.value)
+        assert "node id 'a' is in use by another running node" in message
+        assert a.leases.public_url in message and "--node-id" in message
+        t = await create_table(a.url)  # the first node still serves its rooms
+        gm = await t.connect("gm")
+        await gm.ok("damage", {"char": t.chars["c_p1"], "amount": 1})
+        await gm.close()
+    async with running_server(
+        tmp_path / "clone", database=pg_db, node_id="a", lease_seconds=LEASE
+    ) as again:
+        assert again.leases.node_id == "a"
+    # a crashed node: its row stays, its heartbeat does not move
+    store = PgStorage(pg_db, node_id="b", public_url="ws://b.test")
+    await store.open()
+    await store._terminate()  # no clean close: the row remains
+    async with node(tmp_path, "b", pg_db) as b:
+        assert b.leases.node_id == "b"

@@ -144,7 +144,9 @@ async def test_a_claim_starts_a_new_epoch_that_fences_the_previous_even_the_same
     await create(a, "r1")
     old = await a.claim("r1")
     await a.commit("r1", [record(1)], None, 0)
-    async with node(pg_db, "a") as restarted:
+    # (a short lease: the restart watches the old process's heartbeat for
+    # one renewal round before it takes the id over, here half a second)
+    async with node(pg_db, "a", lease_seconds=1.0) as restarted:
         new = await restarted.claim("r1")
         assert isinstance(new, Claim) and new.epoch > old.epoch
         with pytest.raises(Fenced):
@@ -334,7 +336,7 @@ async def test_an_old_process_of_the_same_node_cannot_release_the_new_ones_claim
 ) -> None:
     await create(a, "r1")
     await a.claim("r1")
-    async with node(pg_db, "a") as restarted:
+    async with node(pg_db, "a", lease_seconds=1.0) as restarted:  # (see above)
         await restarted.claim("r1")
         await a.release(["r1"])  # the old process, at its old epoch
         assert await restarted.owner("r1") == Owner("r1", "a", url("a"))

@@ -1,0 +1,227 @@
+"""Trust at the borders (issue 19, items 4 and 5): races and identity, logs
+and headers. Each test fails on the code before the issue."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from sync_server.cluster.leases import Leases, Owner
+from sync_server.core.auth import hash_token
+from sync_server.core.limits import FAILED_HELLO_BURST
+from sync_server.hosting.clock import FakeClock
+from sync_server.ops.logs import TextFormatter, escape_text
+from sync_server.storage.memory import MemoryStorage
+from sync_server.wire.protocol import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_UNAUTHENTICATED
+from tests.helpers.server import (
+    Closed,
+    connect,
+    connect_admin,
+    create_table,
+    hello_refused,
+    running_server,
+)
+
+# --- 5. logs and headers ----------------------------------------------------------
+
+
+def test_escape_text_keeps_a_line_one_line_and_the_terminal_alone() -> None:
+    raw = "x\nFORGED\r\x1b[2J\x07\x9b31m\u2028\u202etail\u2066é\tok"
+    out = escape_text(raw)
+    assert out == "x\\nFORGED\\r\\x1b[2J\\x07\\x9b31m\\u2028\\u202etail\\u2066é\\tok"
+    assert out.isprintable()
+
+
+async def test_client_strings_in_text_logs_are_escaped(tmp_path: Path) -> None:
+    """An op name (any observer sends one) and a close reason with newlines
+    and ANSI escapes: the text log holds them escaped, on their own line."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(TextFormatter())
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    forged_op = "look\n2026-01-01 INFO sync_server: FORGED op\x1b[31m"
+    forged_reason = "bye\n2026-01-01 INFO sync_server: FORGED close\x1b]0;pwned\x07"
+    try:
+        async with running_server(tmp_path / "data") as srv:
+            t = await create_table(srv.url)
+            obs = await t.connect("obs")
+            reply = await obs.cmd(forged_op, {})
+            assert reply["t"] == "error"
+            await obs.ws.close(1000, forged_reason)
+            await obs.closed()
+            for _ in range(100):  # the server logs the close once it has seen it
+                if "FORGED close" in stream.getvalue():
+                    break
+                await asyncio.sleep(0.02)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    text = stream.getvalue()
+    assert "FORGED op" in text and "FORGED close" in text  # both were logged...
+    assert "\x1b" not in text and "\x07" not in text  # ...escaped: no escape reaches a terminal
+    assert not [line for line in text.splitlines() if "FORGED" in line.split(":", 1)[0]]
+    assert not [line for line in text.splitlines() if line.startswith("2026-01-01")]
+    assert "look\\n2026-01-01" in text and "bye\\n2026-01-01" in text
+
+
+def _headers(url: str) -> dict[str, str]:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return {k.lower(): v for k, v in r.headers.items()}
+
+
+async def test_pages_get_a_csp_and_nosniff_and_the_admin_page_no_framing(tmp_path: Path) -> None:
+    async with running_server(tmp_path / "data") as srv:
+        base = srv.http_url
+        for path in ("/", "/index.html", "/admin.html", "/app.js", "/style.css", "/healthz"):
+            headers = await asyncio.to_thread(_headers, base + path)
+            assert headers.get("x-content-type-options") == "nosniff", path
+        for path in ("/", "/admin.html"):
+            csp = (await asyncio.to_thread(_headers, base + path))["content-security-policy"]
+            directives = dict(d.strip().split(" ", 1) for d in csp.split(";") if d.strip())
+            assert directives["default-src"] == "'self'"
+            assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
+            assert directives["object-src"] == "'none'"
+            assert directives["base-uri"] == "'none'"
+        admin_csp = (await asyncio.to_thread(_headers, base + "/admin.html"))[
+            "content-security-policy"
+        ]
+        assert "frame-ancestors 'none'" in admin_csp
+        headers = await asyncio.to_thread(_headers, base + "/admin.html")
+        assert headers.get("x-frame-options") == "DENY"
+
+
+# --- 4. races and identity ----------------------------------------------------------
+
+BAD_HELLO = {"t": "hello", "proto": 1, "token": "x" * 43, "room": "r1"}
+
+
+async def test_concurrent_bad_hellos_cannot_pass_the_failed_hello_limit(tmp_path: Path) -> None:
+    """100 bad hellos at once from one address: each reserves one failed
+    hello at its accept, so at most the burst are read, the rest wait and
+    get `rate_limited` (1008); the allowance never goes below zero, so the
+    address may try again a second later (before: all 100 were read, then
+    their debt locked the address, and everyone behind its NAT, ~16 s)."""
+    clock = FakeClock()
+    async with running_server(tmp_path / "data", clock=clock) as srv:
+        t = await create_table(srv.url)  # successful hellos cost nothing
+        gm = await t.connect("gm")
+        tasks = [asyncio.create_task(hello_refused(srv.url, BAD_HELLO)) for _ in range(100)]
+        for _ in range(500):  # the hellos read fail at once; the others wait their penalty
+            if sum(t.done() for t in tasks) >= FAILED_HELLO_BURST:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        # the penalty (1 s of the fake clock) passes; it refills 5 failed hellos too
+        clock.advance(1.0)
+        results = await asyncio.gather(*tasks)
+        codes = Counter(code for _frame, code in results)
+        assert codes[CLOSE_UNAUTHENTICATED] <= FAILED_HELLO_BURST, codes
+        assert codes[CLOSE_UNAUTHENTICATED] + codes[CLOSE_POLICY] == 100, codes
+        frame, code = await hello_refused(srv.url, BAD_HELLO)
+        assert code == CLOSE_UNAUTHENTICATED, (frame, code)  # read, not turned away
+        ok = await t.connect("p1")  # and an honest hello passes
+        await ok.close()
+        await gm.close()
+
+
+@pytest.mark.parametrize("unloaded", [False, True], ids=["room-loaded", "room-reloaded"])
+async def test_a_hello_authenticated_before_a_rotation_does_not_join_after_it(
+    tmp_path: Path, unloaded: bool
+) -> None:
+    """p1's token is looked up, then the GM rotates it (stored), then the
+    hello joins: it must be refused, not given the new epoch (the stolen
+    token would keep a live session). Also when the room was unloaded and
+    loaded again in between (the new host never saw the rotation)."""
+    async with running_server(tmp_path / "data", room_idle_unload_seconds=-1.0) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        stolen_hash = hash_token(t.tokens["p1"])
+        looked_up, go_on = asyncio.Event(), asyncio.Event()
+        assert srv._deps is not None
+        real = srv._deps.find_token
+
+        async def slow_lookup(digest: bytes) -> tuple[str, str] | None:
+            found = await real(digest)
+            if digest == stolen_hash and not looked_up.is_set():
+                looked_up.set()
+                await go_on.wait()
+            return found
+
+        srv._deps = attrs.evolve(srv._deps, find_token=slow_lookup)
+        stolen = asyncio.create_task(connect(srv.url, t.tokens["p1"], t.room))
+        try:
+            await looked_up.wait()
+            fresh = (await gm.ok("rotate_token", {"user": t.users["p1"]}))["result"]["token"]
+            if unloaded:
+                await gm.close()
+                for _ in range(500):  # once the server has seen the GM leave
+                    if t.room in await srv.rooms.unload_idle():
+                        break
+                    await asyncio.sleep(0.01)
+                assert t.room not in srv.rooms.hosts
+        finally:
+            go_on.set()
+        with pytest.raises(Closed, match="bad token or room"):
+            await stolen
+        p1 = await connect(srv.url, fresh, t.room)  # the new token joins
+        await p1.close()
+        if not unloaded:
+            await gm.close()
+
+
+class _NobodyServes(MemoryStorage):
+    """A cluster backend whose every claim finds the room between nodes:
+    an `Owner` with no node and no URL (released or expired between the
+    claim's two statements, three times in a row)."""
+
+    node_id = "n1"
+    public_url = "ws://127.0.0.1:1/"
+    lease_seconds = 10.0
+
+    async def claim(self, room: str) -> Owner | None:
+        return await self.owner(room)
+
+    async def renew(self, rooms: Any) -> set[str]:
+        return set()
+
+    async def release(self, rooms: Any) -> None:
+        return None
+
+    async def owner(self, room: str) -> Owner | None:
+        return Owner(room, None, None) if room in await self.room_ids() else None
+
+    def claim_of(self, room: str) -> None:
+        return None
+
+    def held(self) -> dict[str, Any]:
+        return {}
+
+    def expired(self, now: float) -> set[str]:
+        return set()
+
+
+async def test_an_owner_with_no_url_is_no_redirect_to_nowhere(tmp_path: Path) -> None:
+    """`claim` may find nobody with a URL serving the room: the hello gets
+    `internal` (retry), never `redirect("")`."""
+    storage = _NobodyServes()
+    async with running_server(tmp_path / "data", storage=storage) as srv:
+        assert isinstance(storage, Leases) and srv.rooms.cluster
+        admin = await connect_admin(srv.url)
+        made = await admin.ok("create_room", {"room": "r1", "name": "Between nodes"})
+        await admin.close()
+        hello = {"t": "hello", "proto": 1, "token": made["result"]["gm_token"], "room": "r1"}
+        frame, code = await hello_refused(srv.url, hello)
+        assert frame is not None and frame["t"] == "error", frame
+        assert frame["code"] == "internal" and "retry" in frame["message"]
+        assert code == CLOSE_INTERNAL
