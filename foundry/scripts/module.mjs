@@ -333,6 +333,11 @@ export class VttSyncModule {
     return this.env.location?.protocol ?? "";
   }
 
+  /** This page's origin, which the server must allow (--allow-origin). */
+  pageOrigin() {
+    return this.env.location?.origin ?? "";
+  }
+
   /** The server URL as the client uses it (wss:// by default from https). */
   serverUrl() {
     return toWsUrl(String(this.setting("serverUrl") ?? ""), this.pageProtocol());
@@ -434,7 +439,7 @@ export class VttSyncModule {
         // cannot tell a server that is down from a certificate it does not
         // trust, so both are named.
         const https = url.replace(/^ws/i, "http");
-        this.warnOnce("connection", /^wss:/i.test(url) ? "UnreachableTls" : "Unreachable", { url, https });
+        this.warnOnce("connection", /^wss:/i.test(url) ? "UnreachableTls" : "Unreachable", { url, https, origin: this.pageOrigin() });
       } else {
         this.warnOnce("connection", "Disconnected", { url });
       }

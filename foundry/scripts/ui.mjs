@@ -277,7 +277,7 @@ export function createUi(mod) {
           out.textContent = t("Test.running");
           const r = await mod.testConnection(read(root));
           const url = mod.serverUrl();
-          out.textContent = t(`Test.${r.code}`, { detail: r.detail ?? "", role: r.role ?? "", user: r.user ?? "", url, https: url.replace(/^ws/i, "http") });
+          out.textContent = t(`Test.${r.code}`, { detail: r.detail ?? "", role: r.role ?? "", user: r.user ?? "", url, https: url.replace(/^ws/i, "http"), origin: mod.pageOrigin() });
           out.dataset.code = r.code;
         });
       },
