@@ -702,6 +702,10 @@ export class FoundryClient {
 
 function makeActorClass(client) {
   return class StandInActor {
+    static documentName = "Actor";
+    get documentName() {
+      return "Actor";
+    }
     constructor(id) {
       this._id = id;
       this._source = clone(client.world.actors.get(id));
@@ -798,6 +802,9 @@ function makeActorClass(client) {
 }
 
 class ClientCombatant {
+  get documentName() {
+    return "Combatant";
+  }
   constructor(combat, data) {
     this.combat = combat;
     this.parent = combat;
@@ -835,6 +842,10 @@ class ClientCombatant {
 }
 
 class ClientCombat {
+  static documentName = "Combat";
+  get documentName() {
+    return "Combat";
+  }
   constructor(client, id) {
     this.client = client;
     this._id = id;
