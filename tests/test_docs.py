@@ -8,7 +8,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SKIP = {".git", ".venv", "vtt-data", "test-artifacts", "__pycache__", ".pytest_cache",
-        ".ruff_cache", ".hypothesis", "build"}  # fmt: skip
+        ".ruff_cache", ".hypothesis", "build",
+        "node_modules"}  # foundry/node_modules: npm ci's, for the type-check  # fmt: skip
 TEXT = {".md", ".py", ".js", ".html", ".css", ".json", ".toml", ".txt", ""}
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
