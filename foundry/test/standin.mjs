@@ -179,7 +179,8 @@ export class World {
       type: "character",
       flags: {},
       ownership: { default: 0 },
-      conditions: [],
+      items: [], // embedded Items (sfrpg's conditions are condition items)
+      effects: [], // embedded ActiveEffects (pf1's conditions; core status effects)
       ...clone(data),
     });
     return id;
@@ -332,6 +333,18 @@ export class World {
     merge(this.users.get(id), changed);
     this.log.push({ op: "update", type: "User", ids: [id], changed: clone(changed), userId });
     return this.deliver((c) => c.receiveUserUpdate(id, changed, userId));
+  }
+
+  /** Embedded documents of an actor created or deleted (an Item, an
+   * ActiveEffect): `create<Type>`/`delete<Type>` on every client, no
+   * `updateActor` (Foundry's embedded-document operations). */
+  commitEmbedded(actorId, type, { created = [], deleted = [] }, options, userId) {
+    const actor = this.actors.get(actorId);
+    const key = type === "Item" ? "items" : "effects";
+    const gone = actor[key].filter((d) => deleted.includes(d._id));
+    actor[key] = actor[key].filter((d) => !deleted.includes(d._id)).concat(clone(created));
+    this.log.push({ op: "embedded", type, ids: [actorId], created: clone(created), deleted: [...deleted], options: clone(options), userId });
+    return this.deliver((c) => c.receiveEmbedded(actorId, type, key, created, gone, options, userId));
   }
 
   setTime(value, options, userId) {
@@ -608,6 +621,15 @@ export class FoundryClient {
     return this.actorDocs.get(id);
   }
 
+  receiveEmbedded(actorId, type, key, created, gone, options, userId) {
+    const actor = this.actorDocs.get(actorId);
+    if (!actor) return;
+    actor._source[key] = clone(this.world.actors.get(actorId)[key]);
+    actor.prepare();
+    for (const d of created) this.Hooks.callAll(`create${type}`, { ...clone(d), parent: actor }, clone(options), userId);
+    for (const d of gone) this.Hooks.callAll(`delete${type}`, { ...clone(d), parent: actor }, clone(options), userId);
+  }
+
   receiveActor(id, changed, options, userId) {
     if (!this.actorDocs.has(id)) this.actorDocs.set(id, this.makeActor(id));
     const actor = this.actorDocs.get(id);
@@ -732,8 +754,14 @@ function makeActorClass(client) {
     get isToken() {
       return false;
     }
+    /** Foundry's Actor#statuses: the status ids of its active effects. */
     get statuses() {
-      return new Set(this._source.conditions);
+      return new Set((this._source.effects ?? []).flatMap((e) => e.statuses ?? []));
+    }
+    /** The conditions the actor shows, whatever holds them (for the tests). */
+    conditionNames() {
+      const items = (this._source.items ?? []).filter((i) => i.type === "condition").map((i) => i.name);
+      return [...new Set([...items, ...this.statuses])].sort();
     }
     /** Derived data, as the systems prepare it: pf1's value = max + offset. */
     prepare() {
@@ -773,30 +801,52 @@ function makeActorClass(client) {
     update(data, options = {}) {
       return client.updateActors([{ _id: this._id, ...data }], options);
     }
-    // sfrpg and pf1 condition APIs, and Foundry's status effects (generic):
-    // conditions live in `conditions` here and change by an actor update.
+    // The systems' condition APIs, holding conditions where each system does:
+    // sfrpg's ActorConditionsMixin#setCondition adds or deletes a condition
+    // Item (from its compendium; here made in place), hasCondition looks at
+    // the items (foundryvtt-starfinder src/module/actor/mixins/actor-conditions.js);
+    // pf1's ActorPF#setConditions creates or deletes ActiveEffects carrying
+    // the condition as a status (pf1 10.8), as core's toggleStatusEffect does
+    // for any system (foundry-vtt-types client/documents/actor.d.mts). No
+    // `updateActor` follows: embedded documents change.
     hasCondition(name) {
-      return this._source.conditions.includes(name);
+      if (client.world.system === "sfrpg") {
+        return (this._source.items ?? []).some((i) => i.type === "condition" && i.name === name);
+      }
+      return this.statuses.has(name);
     }
     setCondition(name, enabled) {
       if (client.world.system !== "sfrpg") throw new Error("setCondition is sfrpg's");
-      return this._conditions({ [name]: enabled }, {});
+      const have = (this._source.items ?? []).filter((i) => i.type === "condition" && i.name === name);
+      client.world.conditionCalls = (client.world.conditionCalls ?? 0) + 1;
+      if (enabled && !have.length) {
+        const item = { _id: client.world.id("I"), type: "condition", name };
+        return client.world.commitEmbedded(this._id, "Item", { created: [item] }, {}, client.userId);
+      }
+      if (!enabled && have.length) {
+        return client.world.commitEmbedded(this._id, "Item", { deleted: have.map((i) => i._id) }, {}, client.userId);
+      }
+      return Promise.resolve();
     }
     setConditions(conditions, context = {}) {
       if (client.world.system !== "pf1") throw new Error("setConditions is pf1's");
-      return this._conditions(conditions, context);
+      return this._effects(conditions, context);
     }
     toggleStatusEffect(id, { active } = {}) {
-      return this._conditions({ [id]: active ?? !this.hasCondition(id) }, {});
+      return this._effects({ [id]: active ?? !this.statuses.has(id) }, {});
     }
-    _conditions(map, options) {
-      const set = new Set(this._source.conditions);
+    _effects(map, options) {
+      const effects = this._source.effects ?? [];
+      const created = [];
+      const deleted = [];
       for (const [name, on] of Object.entries(map)) {
-        if (on) set.add(name);
-        else set.delete(name);
+        const have = effects.filter((e) => (e.statuses ?? []).includes(name));
+        if (on && !have.length) created.push({ _id: client.world.id("E"), name, statuses: [name] });
+        if (!on) deleted.push(...have.map((e) => e._id));
       }
       client.world.conditionCalls = (client.world.conditionCalls ?? 0) + 1;
-      return this.update({ conditions: [...set].sort() }, options);
+      if (!created.length && !deleted.length) return Promise.resolve();
+      return client.world.commitEmbedded(this._id, "ActiveEffect", { created, deleted }, options, client.userId);
     }
   };
 }
