@@ -31,8 +31,11 @@ import {
 } from "./combat.mjs";
 import { availableActions } from "./actions.mjs";
 import { MODULE_ID, adapterFor, conditionChanges, editCommands, sheetCorrections } from "./systems.mjs";
+import { escapeHtml } from "./html.mjs";
+import { eventHtml } from "./chat.mjs";
+import { guardedWebSocket, isMixedContent, parseHosts, testConnection, toWsUrl } from "./connection.mjs";
 
-export { MODULE_ID };
+export { MODULE_ID, toWsUrl };
 
 /** The option key that marks the module's own writes, so that its hooks
  * ignore their echo (update options travel with the update to every client). */
@@ -50,17 +53,23 @@ export const HISTORY_ON_CONNECT = 50;
  * before sending one set_order. */
 export const ORDER_DEBOUNCE_MS = 50;
 
+/** Small world-time advances (a calendar module's real-time clock writes
+ * every few seconds) are held and sent as one advance_clock once they add up
+ * to this many world seconds... */
+export const CLOCK_BATCH_SECONDS = 60;
+
+/** ...or this long after the first one (or before any other command). */
+export const CLOCK_WINDOW_MS = 60_000;
+
+/** A system's own advance this close to a room combat's end is its
+ * end-of-combat time (sfrpg), dropped. */
+export const COMBAT_END_ADVANCE_MS = 3000;
+
+/** Where a GM's browser keeps an advance not sent yet (localStorage). */
+export const PENDING_CLOCK_KEY = "vtt-sync.pendingClock";
+
 /** Errors kept for inspection (api.errors in a console); older ones are dropped. */
 export const MAX_ERRORS = 50;
-
-/** A server URL as a WebSocket URL: http(s) -> ws(s), no scheme -> ws. */
-export function toWsUrl(text) {
-  const url = String(text || "").trim();
-  if (!url) return "";
-  if (/^wss?:\/\//i.test(url)) return url;
-  if (/^https?:\/\//i.test(url)) return url.replace(/^http/i, "ws");
-  return `ws://${url}`;
-}
 
 function same(a, b) {
   return a.length === b.length && a.every((x, i) => x === b[i]);
@@ -68,12 +77,18 @@ function same(a, b) {
 
 export class VttSyncModule {
   /**
-   * @param {object} env  Foundry's globals: Hooks, game, ui, CONFIG, Actor, WebSocket
-   * @param {Function} Client the VttSyncClient class (client_stub/web/vtt-sync-client.js)
+   * @param {VttSyncEnv} env  Foundry's globals: Hooks, game, ui, CONFIG, Actor, WebSocket
+   * @param {any} Client the VttSyncClient class (client_stub/web/vtt-sync-client.js; plain JS, untyped)
    * @param {object} [opts]
    * @param {Function} [opts.createUi] builds the DOM side (ui.mjs); none in tests
+   * @param {number} [opts.clockWindowMs] how long a small world-time advance is held
+   * @param {number} [opts.clockBatchSeconds] the world seconds sent at once
    */
-  constructor(env, Client, { createUi = null } = {}) {
+  constructor(
+    env,
+    Client,
+    { createUi = null, clockWindowMs = CLOCK_WINDOW_MS, clockBatchSeconds = CLOCK_BATCH_SECONDS } = {},
+  ) {
     this.env = env;
     this.Client = Client;
     this.ui = createUi ? createUi(this) : null;
@@ -89,6 +104,15 @@ export class VttSyncModule {
     this.warned = new Map(); // key -> message shown, so a state is reported once
     this.wasAutomation = false;
     this.errors = [];
+    this.apiListeners = new Map();
+    this.readyFired = false;
+    this.final = null; // the key of a failure no retry can fix, once reported
+    this.clockPending = null; // {room, base, seconds, parts}: world time held, not sent yet
+    this.clockInflight = 0; // seconds sent, not acknowledged yet
+    this.clockTimer = null;
+    this.clockWindowMs = clockWindowMs;
+    this.clockBatchSeconds = clockBatchSeconds;
+    this.endedCombats = []; // when room combats ended (Date.now()), for a system's end-of-combat advance
   }
 
   get game() {
@@ -97,6 +121,64 @@ export class VttSyncModule {
 
   get room() {
     return this.setting("room") || "";
+  }
+
+  // ------------------------------------------------------------ API
+
+  /**
+   * The small API other modules use (README, "API"): game.modules.get(
+   * "vtt-sync").api, also passed to the `vtt-sync.ready` hook.
+   */
+  api() {
+    if (this._api) return this._api;
+    const mod = this;
+    this._api = Object.freeze({
+      version: 1,
+      /** off, connecting, connected, disconnected, failed, closed */
+      get status() {
+        return mod.status;
+      },
+      /** The room as this user may see it (the server's view), or null. */
+      get state() {
+        return mod.client?.state ?? null;
+      },
+      /** The errors kept for inspection in a console. */
+      get errors() {
+        return [...mod.errors];
+      },
+      /** The server character id of an actor (linked in this room), or null. */
+      charId: (actor) => mod.charOf(actor),
+      /** The server's character of an actor, or null. */
+      character: (actor) => {
+        const id = mod.charOf(actor);
+        return id ? (mod.client?.state?.characters?.[id] ?? null) : null;
+      },
+      /** A player's action (first_aid, stabilize...), with this user's token. */
+      act: (actor, op, args = {}) => mod.act(actor, op, args),
+      link: (actor) => mod.link(actor),
+      unlink: (actor) => mod.unlink(actor),
+      setSynced: (actor, synced) => mod.setPaused(actor, !synced),
+      /** The settings' connection test: {code, detail?, role?, user?}. */
+      testConnection: (values) => mod.testConnection(values),
+      /** Subscribe to "state" (state), "patch" (patch), "status" (status);
+       * returns the function that unsubscribes. */
+      on: (type, fn) => {
+        if (!mod.apiListeners.has(type)) mod.apiListeners.set(type, new Set());
+        mod.apiListeners.get(type).add(fn);
+        return () => mod.apiListeners.get(type)?.delete(fn);
+      },
+    });
+    return this._api;
+  }
+
+  emitApi(type, ...args) {
+    for (const fn of [...(this.apiListeners.get(type) ?? [])]) {
+      try {
+        fn(...args);
+      } catch (err) {
+        console.error("vtt-sync: an API listener failed", err);
+      }
+    }
   }
 
   // ------------------------------------------------------------ registration
@@ -120,13 +202,16 @@ export class VttSyncModule {
     H.on("preUpdateActor", (actor, changed, options) => this.onPreUpdateActor(actor, changed, options));
     H.on("updateActor", (actor, changed, options) => this.onUpdateActor(actor, changed, options));
     H.on("userConnected", () => this.onUsersChanged());
+    H.on("updateUser", (user, changed) => this.onUpdateUser(user, changed));
     this.ui?.register(H);
     return this;
   }
 
   registerSettings() {
     const s = this.game.settings;
-    const reconnect = () => this.connect();
+    const reconnect = () => {
+      if (!this.migrating) this.connect(); // ready connects once the token is migrated
+    };
     const generation = this.game.release?.generation ?? 12;
     s.register(MODULE_ID, "serverUrl", {
       name: "VTTSYNC.Settings.ServerUrl.Name",
@@ -146,28 +231,53 @@ export class VttSyncModule {
       default: "",
       onChange: reconnect,
     });
-    // A token is a user's secret: never in world scope, where every client reads it.
+    // A token is a user's secret: kept in this browser's localStorage
+    // (`client` scope, on v12 and v13), never in the world's database. Not
+    // `world` (every client reads it), nor v13's `user` (stored in the
+    // world's database, on Foundry's server, where a GM or a backup of the
+    // world reads it). The same key on v12 and v13, so an upgrade keeps it.
     s.register(MODULE_ID, "token", {
       name: "VTTSYNC.Settings.Token.Name",
       hint: "VTTSYNC.Settings.Token.Hint",
-      scope: generation >= 13 ? "user" : "client",
+      scope: "client",
       config: true,
       type: String,
       default: "",
       onChange: reconnect,
     });
+    // Other hosts a cluster's redirect may send this world's users to.
+    s.register(MODULE_ID, "redirectHosts", {
+      name: "VTTSYNC.Settings.RedirectHosts.Name",
+      hint: "VTTSYNC.Settings.RedirectHosts.Hint",
+      scope: "world",
+      config: true,
+      type: String,
+      default: "",
+      onChange: reconnect,
+    });
+    s.register(MODULE_ID, "chatMessages", {
+      name: "VTTSYNC.Settings.ChatMessages.Name",
+      hint: "VTTSYNC.Settings.ChatMessages.Hint",
+      scope: "world",
+      config: true,
+      type: Boolean,
+      default: false,
+    });
+    if (this.ui?.MenuClass) {
+      s.registerMenu(MODULE_ID, "connection", {
+        name: "VTTSYNC.Menu.Name",
+        label: "VTTSYNC.Menu.Label",
+        hint: "VTTSYNC.Menu.Hint",
+        icon: "fas fa-plug",
+        type: this.ui.MenuClass,
+        restricted: false, // each user tests (and enters) their own token
+      });
+    }
     // The world time of the server's second 0, per room (game.time = clock + offset).
     s.register(MODULE_ID, "clock", { scope: "world", config: false, type: Object, default: {} });
-    // Foundry user id -> {room, user}: the server user each player's client logged in as.
-    s.register(MODULE_ID, "users", {
-      scope: "world",
-      config: false,
-      type: Object,
-      default: {},
-      onChange: () => this.onUserMap(),
-    });
   }
 
+  /** @param {"serverUrl" | "room" | "token" | "redirectHosts" | "chatMessages" | "clock"} key @returns {any} */
   setting(key) {
     try {
       return this.game.settings.get(MODULE_ID, key);
@@ -178,33 +288,91 @@ export class VttSyncModule {
 
   onReady() {
     for (const combat of this.game.combats ?? []) this.seen.set(combat.id, combat.round ?? 0);
-    this.game.socket?.on(`module.${MODULE_ID}`, (msg) => this.onSocket(msg));
     this.ui?.ready();
-    this.connect();
+    this.migrating = true;
+    this.migrateToken()
+      .catch((err) => this.report(err))
+      .then(() => {
+        this.migrating = false;
+        this.connect();
+      });
+  }
+
+  /**
+   * Up to 0.1, on v13, the token was a `user` setting: stored in the world's
+   * database. It moves to this browser's storage (the `client` setting of
+   * the same key) and the world's copy is deleted; a v12 world's token was
+   * already a client setting under that key, so an upgrade keeps it. When
+   * no token is found, connect() asks for it (once).
+   */
+  async migrateToken() {
+    const storage = this.game.settings?.storage?.get?.("world");
+    const me = this.game.user?.id;
+    if (!storage || !me) return;
+    const doc = storage.find?.((d) => d.key === `${MODULE_ID}.token` && d.user === me);
+    if (!doc) return;
+    let value = doc.value;
+    if (typeof value === "string") {
+      try {
+        value = JSON.parse(value);
+      } catch {
+        /* a plain string */
+      }
+    }
+    if (!String(this.setting("token") || "") && value) {
+      await this.game.settings.set(MODULE_ID, "token", String(value));
+      this.notify("info", "TokenMoved");
+    }
+    await doc.delete?.();
   }
 
   // ------------------------------------------------------------ connection
+
+  /** The page's protocol ("https:" in most hosted worlds), "" outside a browser. */
+  pageProtocol() {
+    return this.env.location?.protocol ?? "";
+  }
+
+  /** This page's origin, which the server must allow (--allow-origin). */
+  pageOrigin() {
+    return this.env.location?.origin ?? "";
+  }
+
+  /** The server URL as the client uses it (wss:// by default from https). */
+  serverUrl() {
+    return toWsUrl(String(this.setting("serverUrl") ?? ""), this.pageProtocol());
+  }
 
   connect() {
     const old = this.client;
     this.client = null;
     old?.close();
-    const url = toWsUrl(this.setting("serverUrl"));
+    const url = this.serverUrl();
     const room = this.room;
     const token = String(this.setting("token") || "").trim();
     this.history = [];
     this.lastClock = null;
     this.warned.clear();
+    this.final = null;
     if (!url || !room || !token) {
       this.setStatus("off");
+      if (url && room && !token) this.askToken();
       return null;
     }
-    const client = new this.Client({
-      url,
-      token,
-      room,
-      WebSocketImpl: this.env.WebSocket ?? globalThis.WebSocket,
+    if (isMixedContent(url, this.pageProtocol())) {
+      // No retry can fix this: the browser refuses ws:// from an https page.
+      this.finalFailure(null, "Insecure", { url, wss: url.replace(/^ws:/i, "wss:") });
+      return null;
+    }
+    const Base = this.env.WebSocket ?? globalThis.WebSocket;
+    const WebSocketImpl = guardedWebSocket(Base, {
+      configured: url,
+      extraHosts: parseHosts(this.setting("redirectHosts")),
+      onRefused: (target) => this.finalFailure(client, "RedirectRefused", { url: target, configured: url }),
+      onInsecure: (target) =>
+        this.finalFailure(client, "Insecure", { url: target, wss: target.replace(/^ws:/i, "wss:") }),
     });
+    const client = new this.Client({ url, token, room, WebSocketImpl });
     this.client = client;
     const mine =
       (fn) =>
@@ -231,26 +399,74 @@ export class VttSyncModule {
     return client;
   }
 
+  /** A failure no retry can fix (mixed content, a redirect to a host the
+   * GM did not configure): reported once, in words a GM can act on, and
+   * the client stops (no token is sent anywhere meanwhile). */
+  finalFailure(client, key, data) {
+    if (client && this.client !== client) return;
+    if (this.final) return;
+    this.final = key;
+    const text = this.t(key, data);
+    this.status = "failed";
+    this.ui?.status("failed", text);
+    this.env.ui?.notifications?.error?.(this.escapeForNotice(text), { permanent: true });
+    if (client) queueMicrotask(() => client.close());
+  }
+
+  /** Every setting is filled but this user's token (a new browser, or a
+   * token that was never entered): say where it goes, once. */
+  askToken() {
+    this.warnOnce("token", "TokenMissing");
+  }
+
   /** Status changes reach the indicator; the user hears of a lost
    * connection once, not at every retry, and once more when it is back. */
   setStatus(status, detail = "") {
+    if (this.final) return; // reported already; the client is stopping
     const before = this.status;
     this.status = status;
     this.ui?.status(status, detail);
+    if (status !== before) this.emitApi("status", status);
     if (status === "connected") {
       if (this.warned.has("connection")) {
         this.warned.delete("connection");
         this.notify("info", "Reconnected");
       }
     } else if (status === "disconnected" && before !== "disconnected") {
-      this.warnOnce("connection", "Disconnected", { url: toWsUrl(this.setting("serverUrl")) });
+      const url = this.serverUrl();
+      if (this.client && !this.client.connections) {
+        // Never connected in this session: say what may be wrong. A page
+        // cannot tell a server that is down from a certificate it does not
+        // trust, so both are named.
+        const https = url.replace(/^ws/i, "http");
+        this.warnOnce("connection", /^wss:/i.test(url) ? "UnreachableTls" : "Unreachable", { url, https, origin: this.pageOrigin() });
+      } else {
+        this.warnOnce("connection", "Disconnected", { url });
+      }
     } else if (status === "failed") {
       this.warned.set("connection", "failed");
       this.notify("error", "Failed", { reason: detail });
     }
   }
 
+  /** The settings menu's connection test, with the settings as saved (or as typed). */
+  testConnection(values = {}) {
+    return testConnection(this.Client, this.env.WebSocket ?? globalThis.WebSocket, {
+      url: values.serverUrl ?? this.setting("serverUrl"),
+      room: values.room ?? this.room,
+      token: values.token ?? String(this.setting("token") || "").trim(),
+      pageProtocol: this.pageProtocol(),
+      extraHosts: parseHosts(values.redirectHosts ?? this.setting("redirectHosts")),
+    });
+  }
+
   onWelcome(frame) {
+    if (!this.readyFired) {
+      this.readyFired = true;
+      // For other modules: Hooks.once("vtt-sync.ready", (api) => ...), once
+      // per page, at the first welcome from the server (README, "API").
+      this.env.Hooks.callAll("vtt-sync.ready", this.api());
+    }
     if (frame.role === "gm" && !this.game.user?.isGM) {
       this.warnOnce("gm-token", "GmTokenOnPlayer");
     }
@@ -263,6 +479,27 @@ export class VttSyncModule {
 
   onPatch(patch) {
     this.addHistory([patch]);
+    this.emitApi("patch", patch);
+    if (this.isAutomation() && this.setting("chatMessages")) this.postEvents(patch);
+  }
+
+  /** Rule events as chat messages (opt-in, per world): the story where the
+   * table already reads it. Posted by the automation client only. */
+  postEvents(patch) {
+    const state = this.client?.state;
+    const ChatMessage = this.env.ChatMessage;
+    if (!state || !ChatMessage?.create) return;
+    for (const event of patch.events || []) {
+      const content = eventHtml(event, state, (key, data) => this.t(key, data));
+      if (!content) continue;
+      Promise.resolve(
+        ChatMessage.create({
+          content,
+          speaker: { alias: "vtt-sync" },
+          flags: { [MODULE_ID]: { room: this.room, v: patch.v, kind: event.kind } },
+        }),
+      ).catch((err) => this.report(err));
+    }
   }
 
   addHistory(patches) {
@@ -273,6 +510,7 @@ export class VttSyncModule {
 
   onState() {
     this.ui?.refresh();
+    this.emitApi("state", this.client?.state);
     if (this.isAutomation()) this.scheduleSync();
   }
 
@@ -311,7 +549,7 @@ export class VttSyncModule {
   /** This client now sends automation: bring everything in step. */
   becomeAutomation() {
     this.wasAutomation = true;
-    this.game.socket?.emit(`module.${MODULE_ID}`, { type: "who" });
+    this.restoreClockPending();
     this.scheduleSync();
     this.enqueue(async () => {
       for (const actor of this.linkedActors()) await this.pushSheet(actor);
@@ -350,8 +588,12 @@ export class VttSyncModule {
     }
   }
 
-  command(op, args = {}, opts = {}) {
-    if (!this.client) return Promise.reject(new Error("vtt-sync is not connected"));
+  /** A command of the module's automation; world time held so far is sent
+   * first, so the server sees time and turns in Foundry's order. */
+  async command(op, args = {}, opts = {}) {
+    if (!this.client) throw new Error("vtt-sync is not connected");
+    const held = this.takeClockPending();
+    if (held) await this.sendClock(held);
     return this.client.command(op, args, opts).catch((err) => {
       err.op = op;
       throw err;
@@ -362,13 +604,34 @@ export class VttSyncModule {
 
   t(key, data) {
     const i18n = this.game.i18n;
-    const k = `VTTSYNC.${key}`;
-    return data ? i18n.format(k, data) : i18n.localize(k);
+    return i18n.format(`VTTSYNC.${key}`, { ...this.labels(), ...(data || {}) });
+  }
+
+  /** The names of PV, PE and PP as this system's players know them
+   * (lang/*.json, VTTSYNC.Label.<system>): sfrpg's HP/SP/RP, pf1's HP (or
+   * Wounds and Vigor) and the module's names for the rest. */
+  labels(actor = null) {
+    const system = this.adapter().id;
+    let key = system;
+    if (system === "pf1" && actor && this.adapter().paths(actor, this.settingsGetter()).pe) key = "pf1wv";
+    const i18n = this.game.i18n;
+    const one = (name) => {
+      const k = `VTTSYNC.Label.${key}.${name}`;
+      const v = i18n.localize(k);
+      return v === k ? i18n.localize(`VTTSYNC.Label.generic.${name}`) : v;
+    };
+    return { pv: one("PV"), pe: one("PE"), pp: one("PP") };
+  }
+
+  /** Notifications are HTML (v12 renders the message as is; v13 cleans it
+   * and renders it): the text, which carries server values, is escaped. */
+  escapeForNotice(text) {
+    return escapeHtml(text);
   }
 
   notify(level, key, data) {
     const text = this.t(key, data);
-    this.env.ui?.notifications?.[level]?.(text);
+    this.env.ui?.notifications?.[level]?.(this.escapeForNotice(text));
     return text;
   }
 
@@ -377,48 +640,55 @@ export class VttSyncModule {
     const text = this.t(messageKey, data);
     if (this.warned.get(key) === text) return;
     this.warned.set(key, text);
-    this.env.ui?.notifications?.warn?.(text);
+    this.env.ui?.notifications?.warn?.(this.escapeForNotice(text));
   }
 
   // ------------------------------------------------------------ users
 
-  /** A player's client tells the GM which server user it logged in as, so
-   * that linking an actor owned by that player makes them its owner. */
+  /**
+   * Each client records which server user it logged in as, in its own
+   * Foundry User document's flags (`flags["vtt-sync"].login = {room,
+   * user}`): Foundry lets a non-GM user update only their own User
+   * (BaseUser's update permission), so no player can speak for another.
+   * A socket message could come from anyone claiming anything: none is
+   * trusted. Linking an actor owned by a player makes that player's server
+   * user its owner.
+   */
   announce() {
-    if (!this.client?.user) return;
-    const msg = { type: "user", room: this.room, user: this.client.user, foundryUser: this.game.user.id };
-    if (this.isAutomation()) this.enqueue(() => this.recordUser(msg));
-    else this.game.socket?.emit(`module.${MODULE_ID}`, msg);
+    const me = this.game.user;
+    if (!this.client?.user || !me) return;
+    const login = { room: this.room, user: this.client.user };
+    const now = me.getFlag?.(MODULE_ID, "login") ?? me.flags?.[MODULE_ID]?.login;
+    if (now?.room === login.room && now?.user === login.user) return;
+    Promise.resolve(me.setFlag?.(MODULE_ID, "login", login)).catch((err) => this.report(err));
   }
 
-  onSocket(msg) {
-    if (!msg || typeof msg !== "object") return;
-    if (msg.type === "who" && !this.game.user?.isGM) this.announce();
-    if (msg.type === "user" && this.isAutomation()) this.enqueue(() => this.recordUser(msg));
+  /** A User document changed: a player's login may be known now. */
+  onUpdateUser(user, changed) {
+    if (changed?.flags?.[MODULE_ID] === undefined && changed?.[`flags.${MODULE_ID}`] === undefined) return;
+    this.onUserMap();
   }
 
-  async recordUser(msg) {
-    if (msg.room !== this.room) return;
-    const u = this.client?.state?.users?.[msg.user];
-    const fu = this.game.users.get(msg.foundryUser);
-    // A claim must name a server user of the same kind (a player cannot claim the GM).
-    if (!u || !fu || (u.role === "gm") !== Boolean(fu.isGM)) return;
-    const map = { ...(this.setting("users") || {}) };
-    if (map[msg.foundryUser]?.room === msg.room && map[msg.foundryUser]?.user === msg.user) return;
-    map[msg.foundryUser] = { room: msg.room, user: msg.user };
-    await this.game.settings.set(MODULE_ID, "users", map);
+  /** The server user a Foundry user logged in as in this room, from that
+   * user's own flags, if the room has such a user of the same kind (a
+   * player cannot stand for the GM). */
+  loginOf(fu) {
+    const login = fu?.getFlag?.(MODULE_ID, "login") ?? fu?.flags?.[MODULE_ID]?.login;
+    if (!login || login.room !== this.room) return null;
+    const u = this.client?.state?.users?.[login.user];
+    if (!u || (u.role === "gm") !== Boolean(fu.isGM)) return null;
+    return login.user;
   }
 
-  /** The server user owning an actor: the mapped server user of a player
-   * owning it; null when no player owns it; undefined when a player owns
-   * it but has not connected yet (the server's owner is then left alone). */
+  /** The server user owning an actor: the server user of a player owning
+   * it; null when no player owns it; undefined when a player owns it but
+   * has not connected yet (the server's owner is then left alone). */
   ownerOf(actor) {
     const players = this.game.users.filter((u) => !u.isGM && actor.testUserPermission?.(u, "OWNER"));
     if (!players.length) return null;
-    const map = this.setting("users") || {};
     for (const u of players) {
-      const m = map[u.id];
-      if (m && m.room === this.room) return m.user;
+      const user = this.loginOf(u);
+      if (user) return user;
     }
     return undefined;
   }
@@ -437,6 +707,22 @@ export class VttSyncModule {
         return undefined;
       }
     };
+  }
+
+  /** The GM's per-actor "don't sync" switch: the actor stays linked (its
+   * turns still count in a room combat) but its sheet is left alone: no
+   * values or conditions written, no sheet edits sent or removed. */
+  isPaused(actor) {
+    return Boolean(actor?.flags?.[MODULE_ID]?.noSync);
+  }
+
+  async setPaused(actor, paused) {
+    await actor.update({ [`flags.${MODULE_ID}.noSync`]: Boolean(paused) }, { [TAG]: true });
+    if (!paused && this.isAutomation()) {
+      await this.enqueue(() => this.pushSheet(actor));
+      this.scheduleSync();
+    }
+    this.ui?.refresh();
   }
 
   /** The server character an actor is linked to, in this room, or null. */
@@ -463,7 +749,7 @@ export class VttSyncModule {
     };
     for (const a of this.game.actors ?? []) add(a);
     for (const combat of this.game.combats ?? []) {
-      for (const c of combat.combatants ?? []) if (c.actor?.isToken) add(c.actor);
+      for (const c of /** @type {any} */ (combat).combatants ?? []) if (c.actor?.isToken) add(c.actor);
     }
     return out;
   }
@@ -490,6 +776,7 @@ export class VttSyncModule {
     const single = [];
     const conditions = [];
     for (const actor of this.linkedActors()) {
+      if (this.isPaused(actor)) continue;
       const char = state.characters?.[this.charOf(actor)];
       if (!char) {
         this.warnOnce(`gone:${actor.id}`, "CharacterGone", { name: actor.name });
@@ -504,6 +791,7 @@ export class VttSyncModule {
       if (Object.keys(changes).length) conditions.push([actor, changes]);
     }
     const Actor = this.env.CONFIG?.Actor?.documentClass ?? this.env.Actor;
+    // @ts-expect-error the module's own option key: Foundry passes an operation's options to every client's hooks; the types list only core's keys
     if (batch.length) await Actor.updateDocuments(batch, { [TAG]: true });
     for (const [actor, update] of single) await actor.update(update, { [TAG]: true });
     for (const [actor, changes] of conditions) {
@@ -521,6 +809,7 @@ export class VttSyncModule {
   }
 
   async pushSheet(actor) {
+    if (this.isPaused(actor)) return;
     const id = this.charOf(actor);
     const char = this.client?.state?.characters?.[id];
     if (!char) return;
@@ -541,15 +830,15 @@ export class VttSyncModule {
   onPreUpdateActor(actor, changed, options) {
     if (options?.[TAG]) return;
     const id = this.charOf(actor);
-    if (!id) return;
+    if (!id || this.isPaused(actor)) return;
     const edits = this.adapter().edits(actor, changed, this.settingsGetter());
     if (!Object.keys(edits).length) return;
     if (!this.client?.connected) {
-      this.notify("warn", "EditOffline", { name: actor.name });
+      this.notify("warn", "EditOffline", { name: actor.name, ...this.labels(actor) });
       return;
     }
     if (this.client.role !== "gm") {
-      this.notify("info", "EditByPlayer", { name: actor.name });
+      this.notify("info", "EditByPlayer", { name: actor.name, ...this.labels(actor) });
       return;
     }
     const char = this.client.state?.characters?.[id];
@@ -574,6 +863,17 @@ export class VttSyncModule {
     const id = this.charIdFor(actor);
     const state = this.client.state;
     if (!state.characters?.[id]) {
+      // pf1 (and other systems) have no PE/PP: without maxima a character
+      // could never stabilise nor continue the fight. The GM confirms (or
+      // edits) the proposed ones; they go to the actor's flags first.
+      const missing = this.adapter().missingMaxima?.(actor, this.settingsGetter()) ?? {};
+      if (Object.keys(missing).length) {
+        const chosen = await this.askMaxima(actor, missing);
+        if (!chosen) return null; // the GM cancelled
+        const flags = {};
+        for (const [k, v] of Object.entries(chosen)) flags[`flags.${MODULE_ID}.${k}`] = v;
+        await actor.update(flags, { [TAG]: true });
+      }
       const sheet = this.adapter().read(actor, this.settingsGetter());
       const args = { ...sheet, id, pv: Math.max(1, sheet.pv) }; // a new character starts conscious
       const owner = this.ownerOf(actor);
@@ -597,6 +897,14 @@ export class VttSyncModule {
       }
     }
     return id;
+  }
+
+  /** Ask the GM for the maxima the system lacks (the dialog is ui.mjs's;
+   * without a UI, as in the tests, the proposal is taken). Resolves with
+   * {pe_max?, pp_max?} or null when cancelled. */
+  async askMaxima(actor, proposal) {
+    if (this.ui?.askMaxima) return this.ui.askMaxima(actor, proposal, this.labels(actor));
+    return proposal;
   }
 
   /** The actor stops following the room (its character stays in the
@@ -661,6 +969,7 @@ export class VttSyncModule {
   async setWorldTime(value) {
     const time = this.game.time;
     if (typeof time.set === "function") return time.set(value, { [TAG]: true }); // v13
+    // @ts-expect-error the module's own option key (as above), passed to updateWorldTime
     return this.game.settings.set("core", "time", value, { [TAG]: true }); // v12: what GameTime#advance does
   }
 
@@ -670,47 +979,176 @@ export class VttSyncModule {
     const state = this.client?.state;
     if (!state) return;
     const offset = await this.clockOffset();
+    if (this.clockPending || this.clockInflight) return; // Foundry is ahead on purpose: it is being sent
     if (state.clock === this.lastClock) return;
     this.lastClock = state.clock;
     const target = state.clock + offset;
     if (this.game.time.worldTime !== target) await this.setWorldTime(target);
   }
 
-  /** Someone changed Foundry's world time: forward it becomes advance_clock
-   * (from the server clock seen now, so a second tab's copy is refused);
-   * backward is refused and undone (the server's time only moves on). */
+  /**
+   * Someone changed Foundry's world time (not the module: its writes are
+   * tagged, and an echo is recognised by its value). Forward, it is held
+   * and sent as one `advance_clock` (calendar modules write every few
+   * seconds: one command per CLOCK_BATCH_SECONDS of world time, or
+   * CLOCK_WINDOW_MS after the first held second, or before any other
+   * command of the module, so nothing is lost and the order is kept);
+   * backward is refused and undone (the server's time only moves on). A
+   * system's own advance at the end of a room combat (sfrpg's
+   * CombatSFRPG#delete calls game.time.advance(roundTime)) is dropped: the
+   * server's rounds are the combat's time.
+   */
   onWorldTime(worldTime, options) {
     if (options?.[TAG]) return;
     if (!this.isAutomation()) return;
-    const base = this.client.state.clock;
-    this.enqueue(() => this.worldTimeChanged(worldTime, base));
+    const saved = this.setting("clock") || {};
+    if (saved.room === this.room && Number.isFinite(saved.offset)) {
+      this.noteWorldTime(worldTime, saved.offset);
+    } else {
+      this.enqueue(async () => this.noteWorldTime(worldTime, await this.clockOffset()));
+    }
   }
 
-  async worldTimeChanged(worldTime, base) {
-    const offset = await this.clockOffset();
-    const state = this.client.state;
+  /** The server clock that Foundry's time stands for now: the server's,
+   * plus what is on its way, plus what is held. */
+  expectedClock() {
+    return this.client.state.clock + this.clockInflight + (this.clockPending?.seconds ?? 0);
+  }
+
+  noteWorldTime(worldTime, offset) {
     const wanted = Math.floor(worldTime - offset);
-    if (wanted === base) return; // our own echo, or less than a second
-    if (wanted < base) {
-      this.notify("warn", "Rewind", { seconds: base - wanted });
-      this.lastClock = null;
-      await this.syncClock();
+    const expected = this.expectedClock();
+    if (wanted === expected) return; // our own echo, or less than a second
+    const p = this.clockPending;
+    if (wanted < expected && !(p && wanted >= p.base)) {
+      this.notify("warn", "Rewind", { seconds: expected - wanted });
+      this.enqueue(() => this.resyncClock());
       return;
     }
-    const v = this.client.version;
+    const d = wanted - expected;
+    if (d > 0 && this.isCombatEndAdvance(d, Date.now())) {
+      this.enqueue(() => this.resyncClock());
+      return;
+    }
+    const pending = p ?? { room: this.room, base: this.client.state.clock + this.clockInflight, seconds: 0, parts: [] };
+    pending.seconds = wanted - pending.base;
+    pending.parts.push({ d, at: Date.now() });
+    this.clockPending = pending.seconds > 0 ? pending : null;
+    this.saveClockPending();
+    if (!this.clockPending) return;
+    if (pending.seconds >= this.clockBatchSeconds) this.flushClock();
+    else if (!this.clockTimer) this.clockTimer = setTimeout(() => this.flushClock(), this.clockWindowMs);
+  }
+
+  /** Held advances are remembered in this browser, so that a tab closed
+   * before they were sent sends them when the GM is back. */
+  saveClockPending() {
+    const store = this.env.localStorage;
+    if (!store) return;
     try {
-      await this.command(
+      const p = this.clockPending;
+      if (p) store.setItem(PENDING_CLOCK_KEY, JSON.stringify({ room: p.room, base: p.base, seconds: p.seconds }));
+      else store.removeItem(PENDING_CLOCK_KEY);
+    } catch {
+      /* storage full or refused: the advance is only held in memory */
+    }
+  }
+
+  /** A GM's session starts: advances held when the last tab closed are
+   * sent now (the same ids: a copy from another tab is refused). */
+  restoreClockPending() {
+    const store = this.env.localStorage;
+    if (!store || this.clockPending) return;
+    let saved = null;
+    try {
+      saved = JSON.parse(store.getItem(PENDING_CLOCK_KEY) || "null");
+    } catch {
+      saved = null;
+    }
+    if (!saved || saved.room !== this.room || saved.base !== this.client.state.clock || !(saved.seconds > 0)) {
+      store.removeItem?.(PENDING_CLOCK_KEY);
+      return;
+    }
+    this.clockPending = { ...saved, parts: [] };
+    this.flushClock();
+  }
+
+  /** Send the held advance now (in the queue). */
+  flushClock() {
+    clearTimeout(this.clockTimer);
+    this.clockTimer = null;
+    const p = this.takeClockPending();
+    if (p) this.enqueue(() => this.sendClock(p));
+  }
+
+  takeClockPending() {
+    clearTimeout(this.clockTimer);
+    this.clockTimer = null;
+    const p = this.clockPending;
+    this.clockPending = null;
+    this.saveClockPending();
+    if (p) this.clockInflight += p.seconds;
+    return p;
+  }
+
+  async sendClock(p) {
+    const target = p.base + p.seconds;
+    try {
+      if (!this.client) return;
+      await this.client.command(
         "advance_clock",
-        { seconds: wanted - base, from: base },
-        { id: clockId(base, wanted, v) },
+        { seconds: p.seconds, from: p.base },
+        { id: clockId(p.base, target, this.client.version) },
       );
     } catch (err) {
-      if (err.code === "conflict" && this.client.state.clock === wanted) return; // another tab did it
-      if (err.code === "conflict" && state.clock !== base) this.notify("warn", "ClockCollision");
-      else this.report(err);
+      const clock = this.client?.state?.clock;
+      if (err.code === "conflict" && clock >= target) return; // another tab sent it (or more)
+      if (err.code === "conflict") this.notify("warn", "ClockCollision");
+      else this.report(Object.assign(err, { op: "advance_clock" }));
+    } finally {
+      this.clockInflight -= p.seconds;
       this.lastClock = null;
-      await this.syncClock();
     }
+    await this.syncClock();
+  }
+
+  /** Foundry's time back to the server's (a refused rewind, a dropped advance). */
+  async resyncClock() {
+    this.lastClock = null;
+    await this.syncClock();
+  }
+
+  /** Is an advance of `d` seconds the one a system makes when a room
+   * combat ends (sfrpg: one round, right after its deletion)? */
+  isCombatEndAdvance(d, now) {
+    const round = Number(this.env.CONFIG?.time?.roundTime) || 0;
+    if (!round || d !== round) return false;
+    const i = this.endedCombats.findIndex((at) => now - at <= COMBAT_END_ADVANCE_MS);
+    if (i < 0) return false;
+    this.endedCombats.splice(i, 1);
+    return true;
+  }
+
+  /** A room combat was deleted: a system's end-of-combat advance that
+   * arrived just before (held, not yet sent) is dropped; one that arrives
+   * just after will be. */
+  noteCombatEnded(now) {
+    const round = Number(this.env.CONFIG?.time?.roundTime) || 0;
+    const p = this.clockPending;
+    const i = p ? p.parts.findIndex((x) => x.d === round && now - x.at <= COMBAT_END_ADVANCE_MS) : -1;
+    if (round && i >= 0) {
+      p.parts.splice(i, 1);
+      p.seconds -= round;
+      if (p.seconds <= 0) {
+        this.clockPending = null;
+        clearTimeout(this.clockTimer);
+        this.clockTimer = null;
+      }
+      this.saveClockPending();
+      this.enqueue(() => this.resyncClock());
+      return;
+    }
+    this.endedCombats.push(now);
   }
 
   // ------------------------------------------------------------ combat
@@ -732,10 +1170,33 @@ export class VttSyncModule {
    * combat: the flag goes in with the start itself, before any turn. */
   onCombatStart(combat, data) {
     if (!this.room || !this.game.user?.isGM || !data) return;
-    data.flags = {
-      ...(data.flags || {}),
-      [MODULE_ID]: { ...(data.flags?.[MODULE_ID] || {}), room: this.room },
-    };
+    // Added beside the update's other keys, never replacing them: a system's
+    // start (sfrpg's CombatSFRPG#startCombat) passes dotted `flags.sfrpg.*`
+    // keys, which a new `flags` object would override when Foundry expands
+    // the update.
+    if (data.flags && typeof data.flags === "object") {
+      data.flags[MODULE_ID] = { ...(data.flags[MODULE_ID] || {}), room: this.room };
+    } else {
+      data[`flags.${MODULE_ID}.room`] = this.room;
+    }
+  }
+
+  /** Is this update about to make (or keep) the combat the room's? */
+  willBeLinked(combat, changed) {
+    if (this.isLinked(combat)) return true;
+    const f = changed?.flags?.[MODULE_ID] ?? {};
+    return Boolean(this.room) && (f.room ?? changed?.[`flags.${MODULE_ID}.room`]) === this.room;
+  }
+
+  /** Foundry's own time advance of an update to a room's combat, set to 0.
+   * Every path passes here: core's next/previous turn and round (their
+   * combatTurn/combatRound hooks too) and a system's own (sfrpg's
+   * CombatSFRPG updates with `advanceTime` and fires none of those hooks).
+   * v12 passes `advanceTime` and `worldTime: {delta}`, v13 `worldTime`. */
+  zeroUpdateTime(options) {
+    if (!options || typeof options !== "object") return;
+    if ("advanceTime" in options) options.advanceTime = 0;
+    if (options.worldTime && typeof options.worldTime === "object") options.worldTime.delta = 0;
   }
 
   /** Time is counted once: the server's end_turn advances the clock by a
@@ -812,6 +1273,7 @@ export class VttSyncModule {
   onDeleteCombat(combat) {
     this.seen.delete(combat.id);
     if (!this.isLinked(combat) || !this.isAutomation()) return;
+    if (combat.started) this.noteCombatEnded(Date.now());
     this.enqueue(async () => {
       if (!this.client.state.combat) return;
       await this.command("combat_end", {}, { id: `combat:${combat.id}:end@${this.client.version}` });
@@ -976,6 +1438,7 @@ export class VttSyncModule {
    * else refused at once, with the reason. */
   onPreUpdateCombat(combat, changed, options) {
     if (options?.[TAG] || !changed) return;
+    if (this.willBeLinked(combat, changed)) this.zeroUpdateTime(options);
     if (!("round" in changed) && !("turn" in changed)) return;
     if (!this.isLinked(combat) || !this.client?.connected || this.client.role !== "gm") return;
     if (!combat.started) return;

@@ -131,6 +131,38 @@ function pools(sheet) {
   return sheet;
 }
 
+/** An ability modifier from a score (d20 systems). */
+function abilityMod(score) {
+  const n = Number(score);
+  return Number.isFinite(n) ? Math.floor((n - 10) / 2) : 0;
+}
+
+/**
+ * PE/PP maxima proposed for a system that has none (pf1, others), modelled
+ * on Starfinder's (the rules' PE and PP are its Stamina and Resolve): PE
+ * `level x (6 + Con modifier)` (a class's 6 SP per level, the middle of
+ * sfrpg's 5-7), PP `max(1, level / 2 + the better of Wis and Cha
+ * modifiers)` (sfrpg: half level + the key ability's modifier, at least 1).
+ * Only the maxima not set yet (undefined flags) are proposed; `pe` false
+ * when the system holds PE itself (pf1's Wounds and Vigor: vigor).
+ */
+export function proposeMaxima(system, level, { pe = true } = {}) {
+  const lvl = Math.max(1, Math.floor(Number(level) || 1));
+  const mod = (a) => abilityMod(getProperty(system || {}, `abilities.${a}.value`));
+  const out = {};
+  if (pe) out.pe_max = Math.max(0, lvl * Math.max(1, 6 + mod("con")));
+  out.pp_max = Math.min(100, Math.max(1, Math.floor(lvl / 2) + Math.max(mod("wis"), mod("cha"))));
+  return out;
+}
+
+function missingFlagMaxima(actor, { pe = true } = {}) {
+  const proposal = proposeMaxima(actor.system, getProperty(actor.system || {}, "details.level.value") ?? 1, { pe });
+  const out = {};
+  if (pe && flag(actor, "pe_max") === undefined) out.pe_max = proposal.pe_max;
+  if (flag(actor, "pp_max") === undefined) out.pp_max = proposal.pp_max;
+  return out;
+}
+
 // ---------------------------------------------------------------- Starfinder (sfrpg)
 
 const sfrpg = {
@@ -203,6 +235,11 @@ const pf1 = {
       : { pv: "attributes.hp", pe: null };
   },
 
+  /** The maxima pf1 lacks, proposed (PE unless Wounds and Vigor holds it). */
+  missingMaxima(actor, settings) {
+    return missingFlagMaxima(actor, { pe: !this.paths(actor, settings).pe });
+  },
+
   read(actor, settings) {
     const s = actor.system || {};
     const p = this.paths(actor, settings);
@@ -268,6 +305,10 @@ const generic = {
   /** HP where most systems keep them (system.attributes.hp), else in flags. */
   hpPath(actor) {
     return hasProperty(actor.system || {}, "attributes.hp.value") ? "system.attributes.hp" : null;
+  },
+
+  missingMaxima(actor) {
+    return missingFlagMaxima(actor);
   },
 
   read(actor) {
@@ -398,6 +439,7 @@ export function sheetCorrections(sheet, char, owner) {
  * @returns {Array<[string, object]>} [op, args] pairs, in order
  */
 export function editCommands(id, char, edits) {
+  /** @type {Array<[string, object]>} */
   const cmds = [];
   const d = {};
   for (const k of ["pv", "pe", "pp"]) {

@@ -5,16 +5,16 @@
 // Foundry's windows is what only a real Foundry shows (foundry/README.md).
 
 import { MODULE_ID } from "./systems.mjs";
+import { escapeHtml, num } from "./html.mjs";
 
-const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+export { escapeHtml, num };
 
-export function escapeHtml(text) {
-  return String(text ?? "").replace(/[&<>"']/g, (c) => ESC[c]);
-}
+const STATUSES = ["off", "idle", "connecting", "connected", "disconnected", "failed", "closed"];
+const CONDITIONS = new Set(["conscious", "dying", "stable", "dead"]);
 
 /**
  * What the panel shows for one actor.
- * @returns {{status, linked, gm, char, id, actions, flagMaxima}}
+ * @returns {{status, linked, gm, char, id, actions, flagMaxima, labels, paused}}
  */
 export function panelModel(mod, actor) {
   const g = mod.game;
@@ -27,6 +27,8 @@ export function panelModel(mod, actor) {
     gm: Boolean(g.user?.isGM),
     id,
     char,
+    labels: mod.labels(actor),
+    paused: mod.isPaused(actor),
     actions: char ? mod.actionsFor(actor) : [],
     // pf1 and other systems keep PE/PP maxima in the module's flags: the GM edits them here.
     flagMaxima:
@@ -46,12 +48,15 @@ export function panelHtml(model, t) {
     `<header><strong>vtt-sync</strong> <span class="vtt-sync-dot ${escapeHtml(model.status)}"></span></header>`,
   ];
   const c = model.char;
+  const L = model.labels ?? { pv: t("PV"), pe: t("PE"), pp: t("PP") };
+  if (model.paused) parts.push(`<div class="vtt-sync-paused">${escapeHtml(t("Paused"))}</div>`);
   if (model.linked && c) {
     parts.push(
       `<div class="vtt-sync-values">` +
-        `<span>${t("PV")} ${c.pv}/${c.pv_max}</span> <span>${t("PE")} ${c.pe}/${c.pe_max}</span> ` +
-        `<span>${t("PP")} ${c.pp}/${c.pp_max}</span> ` +
-        `<span class="vtt-sync-condition ${escapeHtml(c.condition)}">${escapeHtml(t(`Condition.${c.condition}`))}</span>` +
+        `<span>${escapeHtml(L.pv)} ${num(c.pv)}/${num(c.pv_max)}</span> ` +
+        `<span>${escapeHtml(L.pe)} ${num(c.pe)}/${num(c.pe_max)}</span> ` +
+        `<span>${escapeHtml(L.pp)} ${num(c.pp)}/${num(c.pp_max)}</span> ` +
+        `<span class="vtt-sync-condition ${escapeHtml(CONDITIONS.has(c.condition) ? c.condition : "unknown")}">${escapeHtml(t(`Condition.${c.condition}`))}</span>` +
         (c.activity ? ` <span>${escapeHtml(t(`Rest.${c.activity.kind}`))}</span>` : "") +
         `</div>`,
     );
@@ -69,14 +74,18 @@ export function panelHtml(model, t) {
     buttons.push(
       `<button type="button" data-vtt-gm="link">${escapeHtml(t(model.linked ? "Relink" : "Link"))}</button>`,
     );
-    if (model.linked)
+    if (model.linked) {
       buttons.push(`<button type="button" data-vtt-gm="unlink">${escapeHtml(t("Unlink"))}</button>`);
+      buttons.push(
+        `<label class="vtt-sync-nosync"><input type="checkbox" data-vtt-gm="nosync"${model.paused ? " checked" : ""}> ${escapeHtml(t("NoSync"))}</label>`,
+      );
+    }
   }
   if (buttons.length) parts.push(`<div class="vtt-sync-actions">${buttons.join("")}</div>`);
   if (model.flagMaxima) {
     const f = model.flagMaxima;
     const input = (key) =>
-      `<label>${escapeHtml(t(key === "pe_max" ? "PeMax" : "PpMax"))} <input type="number" min="0" step="1" data-vtt-flag="${key}" value="${Number(f[key]) || 0}"></label>`;
+      `<label>${escapeHtml(t(key === "pe_max" ? "PeMax" : "PpMax", { pe: L.pe, pp: L.pp }))} <input type="number" min="0" step="1" data-vtt-flag="${key}" value="${num(Number(f[key]) || 0)}"></label>`;
     parts.push(`<div class="vtt-sync-maxima">${f.pe ? input("pe_max") : ""}${input("pp_max")}</div>`);
   }
   return parts.join("");
@@ -90,10 +99,26 @@ export function trackerHtml(t) {
 }
 
 /** An element from a render hook's html (jQuery in AppV1, an element in AppV2). */
-function element(html) {
+export function element(html) {
   if (!html) return null;
-  if (html instanceof HTMLElement) return html;
+  if (typeof html.querySelector === "function") return html;
   return html[0] ?? null;
+}
+
+/**
+ * Where a sheet's panel goes: the window's content area, found from the
+ * application's own element. An AppV1 sheet's render hook passes the whole
+ * window on the first render but only the inner form on re-renders
+ * (Application#_render -> _replaceHTML, foundry-vtt-types v12
+ * client/apps/app.d.mts); searching from `html` alone put the panel inside
+ * the form at the first re-render. `app.element` is the window in both
+ * (jQuery in AppV1, an HTMLElement in AppV2).
+ */
+export function panelHost(app, html) {
+  const within = (el) => (el?.matches?.(".window-content") ? el : (el?.querySelector?.(".window-content") ?? null));
+  const win = element(app?.element);
+  const root = element(html);
+  return within(win) ?? within(root) ?? root?.closest?.(".window-content") ?? root;
 }
 
 export function createUi(mod) {
@@ -107,6 +132,8 @@ export function createUi(mod) {
     }
     panel.querySelector('[data-vtt-gm="link"]')?.addEventListener("click", () => mod.link(actor));
     panel.querySelector('[data-vtt-gm="unlink"]')?.addEventListener("click", () => mod.unlink(actor));
+    const nosync = panel.querySelector('[data-vtt-gm="nosync"]');
+    nosync?.addEventListener("change", () => mod.setPaused(actor, nosync.checked));
     for (const input of panel.querySelectorAll("[data-vtt-flag]")) {
       input.addEventListener("change", () => {
         const n = Math.max(0, Math.floor(Number(input.value) || 0));
@@ -117,10 +144,9 @@ export function createUi(mod) {
 
   function onSheet(app, html) {
     const actor = app.actor ?? app.document;
-    const root = element(html);
-    if (!actor || !root) return;
+    const content = panelHost(app, html);
+    if (!actor || !content) return;
     if (!mod.game.user?.isGM && !mod.charOf(actor)) return; // nothing to show a player
-    const content = root.querySelector(".window-content") ?? root;
     let panel = content.querySelector(":scope > .vtt-sync-panel");
     if (!panel) {
       panel = document.createElement("section");
@@ -129,6 +155,20 @@ export function createUi(mod) {
     }
     panel.dataset.actorUuid = actor.uuid;
     fillPanel(panel, actor);
+  }
+
+  /** The indicator is a line of Foundry's player list (bottom left), so it
+   * never covers it; without one, it floats at the top of the screen. The
+   * list is drawn again at each connection change (renderPlayerList). */
+  function placeIndicator() {
+    if (!indicator) return;
+    const players = document.getElementById("players");
+    indicator.classList.toggle("vtt-sync-floating", !players);
+    if (players) {
+      if (players.firstElementChild !== indicator) players.prepend(indicator);
+    } else if (indicator.parentElement !== document.body) {
+      document.body.append(indicator);
+    }
   }
 
   function onTracker(app, html) {
@@ -147,28 +187,162 @@ export function createUi(mod) {
     bar.querySelector('[data-vtt-tracker="resync"]').addEventListener("click", () => mod.resync(combat));
   }
 
+  /** A dialog with one OK button, on v13's DialogV2 or v12's Dialog:
+   * resolves with onOk(root)'s value, or null when closed. */
+  /** @param {{title: string, content: string, ok: string, onOk: Function, onRender?: Function}} opts */
+  function dialog({ title, content, ok, onOk, onRender = undefined }) {
+    const env = mod.env;
+    const V2 = env.foundry?.applications?.api?.DialogV2;
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (v) => {
+        if (!done) resolve(v);
+        done = true;
+      };
+      if (V2) {
+        const d = new V2({
+          window: { title },
+          content,
+          buttons: [{ action: "ok", label: ok, default: true, callback: () => finish(onOk(d.element)) }],
+        });
+        d.addEventListener?.("close", () => finish(null));
+        Promise.resolve(d.render({ force: true })).then(() => onRender?.(d.element));
+      } else {
+        new env.Dialog({
+          title,
+          content,
+          buttons: { ok: { label: ok, callback: (html) => finish(onOk(element(html))) } },
+          default: "ok",
+          render: (html) => onRender?.(element(html)),
+          close: () => finish(null),
+        }).render(true);
+      }
+    });
+  }
+
+  /** Linking an actor of a system without PE/PP: the GM confirms the
+   * proposed maxima (or edits them). */
+  function askMaxima(actor, proposal, labels) {
+    const field = (key, label) =>
+      `<div class="form-group"><label>${escapeHtml(label)}</label>` +
+      `<input type="number" min="0" step="1" name="${key}" value="${num(proposal[key])}"></div>`;
+    const content =
+      `<p>${escapeHtml(t("MaximaAsk", { name: actor.name }))}</p>` +
+      ("pe_max" in proposal ? field("pe_max", t("PeMax", labels)) : "") +
+      ("pp_max" in proposal ? field("pp_max", t("PpMax", labels)) : "");
+    return dialog({
+      title: t("MaximaTitle"),
+      content,
+      ok: t("Link"),
+      onOk: (root) => {
+        const out = {};
+        for (const key of Object.keys(proposal)) {
+          const v = Number(root?.querySelector(`[name="${key}"]`)?.value);
+          out[key] = Number.isFinite(v) ? Math.max(0, Math.floor(v)) : proposal[key];
+        }
+        return out;
+      },
+    });
+  }
+
+  /** The settings menu: the connection's settings and a test that says
+   * what is wrong. The token field is a password field, left empty (the
+   * saved token is never shown); empty keeps the saved one. */
+  function connectionDialog() {
+    const gm = Boolean(mod.game.user?.isGM);
+    const value = (k) => escapeHtml(mod.setting(k) ?? "");
+    const dis = gm ? "" : " disabled";
+    const content =
+      `<div class="vtt-sync-connection">` +
+      `<div class="form-group"><label>${escapeHtml(t("Settings.ServerUrl.Name"))}</label><input type="text" name="serverUrl" value="${value("serverUrl")}"${dis}></div>` +
+      `<div class="form-group"><label>${escapeHtml(t("Settings.Room.Name"))}</label><input type="text" name="room" value="${value("room")}"${dis}></div>` +
+      `<div class="form-group"><label>${escapeHtml(t("Settings.Token.Name"))}</label><input type="password" name="token" autocomplete="off" spellcheck="false" placeholder="${escapeHtml(t(mod.setting("token") ? "TokenSaved" : "TokenNone"))}"></div>` +
+      `<p class="hint">${escapeHtml(t("Settings.Token.Hint"))}</p>` +
+      `<p><button type="button" data-vtt-test>${escapeHtml(t("Test.Button"))}</button></p>` +
+      `<p class="vtt-sync-test-result" aria-live="polite"></p></div>`;
+    const read = (root) => {
+      const v = (k) => root?.querySelector(`[name="${k}"]`)?.value?.trim() ?? "";
+      const out = { token: v("token") || String(mod.setting("token") || "") };
+      if (gm) Object.assign(out, { serverUrl: v("serverUrl"), room: v("room") });
+      return out;
+    };
+    return dialog({
+      title: t("Menu.Title"),
+      content,
+      ok: t("Menu.Save"),
+      onRender: (root) => {
+        /** @type {HTMLElement} */
+        const out = root?.querySelector(".vtt-sync-test-result");
+        root?.querySelector("[data-vtt-test]")?.addEventListener("click", async () => {
+          out.textContent = t("Test.running");
+          const r = await mod.testConnection(read(root));
+          const url = mod.serverUrl();
+          out.textContent = t(`Test.${r.code}`, { detail: r.detail ?? "", role: r.role ?? "", user: r.user ?? "", url, https: url.replace(/^ws/i, "http"), origin: mod.pageOrigin() });
+          out.dataset.code = r.code;
+        });
+      },
+      onOk: async (root) => {
+        const values = read(root);
+        const s = mod.game.settings;
+        if (gm) {
+          if (values.serverUrl !== mod.setting("serverUrl")) await s.set("vtt-sync", "serverUrl", values.serverUrl);
+          if (values.room !== mod.setting("room")) await s.set("vtt-sync", "room", values.room);
+        }
+        if (values.token !== mod.setting("token")) await s.set("vtt-sync", "token", values.token);
+        return values;
+      },
+    });
+  }
+
+  /** Foundry's own settings window shows a String setting as a text
+   * field: the token's becomes a password field (renderSettingsConfig). */
+  function maskToken(app, html) {
+    const root = element(html);
+    for (const input of root?.querySelectorAll?.('input[name="vtt-sync.token"]') ?? []) {
+      input.type = "password";
+      input.autocomplete = "off";
+      input.spellcheck = false;
+    }
+  }
+
+  /** registerMenu's `type`: Foundry constructs it and calls render(). */
+  class ConnectionMenu {
+    render() {
+      connectionDialog();
+      return this;
+    }
+  }
+
   return {
+    askMaxima,
+    connectionDialog,
+    maskToken,
+    MenuClass: ConnectionMenu,
     register(Hooks) {
+      Hooks.on("renderSettingsConfig", maskToken);
       Hooks.on("renderActorSheet", onSheet); // AppV1 sheets (sfrpg, pf1)
       Hooks.on("renderActorSheetV2", onSheet); // v13 AppV2 sheets
       Hooks.on("renderCombatTracker", onTracker);
+      Hooks.on("renderPlayerList", () => placeIndicator()); // v12 (AppV1)
+      Hooks.on("renderPlayers", () => placeIndicator()); // v13 (AppV2)
     },
     ready() {
       indicator = document.createElement("div");
       indicator.id = "vtt-sync-indicator";
       indicator.title = "vtt-sync";
-      document.body.append(indicator);
+      placeIndicator();
       this.status(mod.status, "");
     },
     status(status, detail) {
       if (!indicator) return;
-      indicator.className = `vtt-sync-dot ${status}`;
+      indicator.classList.remove(...STATUSES);
+      indicator.classList.add("vtt-sync-dot", status);
       indicator.textContent = `vtt-sync: ${t(`Status.${status}`)}`;
       indicator.title = detail || "";
     },
     /** Redraw the open panels in place (the system's sheet is not re-rendered). */
     refresh() {
-      for (const panel of document.querySelectorAll(".vtt-sync-panel[data-actor-uuid]")) {
+      for (const panel of document.querySelectorAll(/** @type {"section"} */ (".vtt-sync-panel[data-actor-uuid]"))) {
         const actor = mod.env.fromUuidSync?.(panel.dataset.actorUuid);
         if (actor) fillPanel(panel, actor);
       }

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { serverForFile, sfrpgSheet, serverSeconds } from "./harness.mjs";
+import { waitFor } from "./server.mjs";
 
 const table = serverForFile("k");
 
@@ -81,3 +82,95 @@ for (const generation of [12, 13]) {
     t.close();
   });
 }
+
+// sfrpg's CombatSFRPG (foundryvtt-starfinder src/module/combat/combat.js):
+// its own next/previous turn and round update with `advanceTime` and fire no
+// combatTurn/combatRound; its start adds a round (`advanceTime`), its
+// delete() calls game.time.advance(roundTime). Measured before the fix:
+// three rounds moved the server's clock 36 s instead of 18.
+for (const generation of [12, 13]) {
+  test(`v${generation}: a system Combat class that advances time itself (sfrpg) counts time once, start and end included`, async () => {
+    const t = await table({ generation, time: CALENDAR, combatClass: "sfrpg" });
+    const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
+    const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet() });
+    await t.gm.mod.link(t.gm.client.actor(aline));
+    await t.gm.mod.link(t.gm.client.actor(gorgol));
+    const fired = [];
+    for (const hook of ["combatTurn", "combatRound"]) t.gm.client.Hooks.on(hook, () => fired.push(hook));
+    const cid = t.world.addCombat({});
+    const combat = t.gm.client.combat(cid);
+    await combat.createEmbeddedDocuments("Combatant", [
+      { actorId: aline, initiative: 20 },
+      { actorId: gorgol, initiative: 10 },
+    ]);
+    await combat.startCombat();
+    await t.settle();
+    // The start keeps sfrpg's own flags beside the module's.
+    assert.deepEqual(t.world.combats.get(cid).flags.sfrpg, { startTime: CALENDAR, combatType: "normal", phase: 0 });
+    assert.equal(t.world.combats.get(cid).flags["vtt-sync"].room, t.room);
+    assert.equal(t.state.clock, 0);
+    for (let i = 0; i < 6; i++) {
+      await combat.nextTurn();
+      await t.settle();
+    }
+    assert.deepEqual(fired, []); // the system's class fires none of core's turn hooks
+    assert.equal(t.state.combat.round, 4);
+    assert.equal(t.state.clock, 18); // three rounds of 6 s, not 36
+    assertEqualClocks(t);
+    assert.deepEqual(t.patches("clock"), []);
+    await combat.endCombat();
+    await t.settle();
+    assert.equal(t.state.combat, null);
+    assert.equal(t.state.clock, 18); // the system's end-of-combat round is not added
+    assertEqualClocks(t);
+    t.assertClean();
+    t.close();
+  });
+}
+
+// A calendar module's real-time clock (Simple Calendar: a world-time write
+// every 10 s of real time) must not fill the server's undo history.
+test("small world-time advances are coalesced into one advance_clock per minute of world time, none lost", async () => {
+  const t = await table({ time: CALENDAR, moduleOptions: { clockWindowMs: 60_000 } });
+  for (let i = 0; i < 13; i++) {
+    await t.gm.game.time.advance(10);
+    await t.world.flush();
+  }
+  await t.settle();
+  // 130 s: two commands of 60 s sent, 10 s still held (the window is a minute).
+  assert.deepEqual(
+    t.patches("clock").map((p) => p.id.split("@")[0]),
+    ["clock:0->60", "clock:60->120"],
+  );
+  assert.equal(t.state.clock, 120);
+  assert.equal(t.gm.game.time.worldTime, CALENDAR + 130); // Foundry keeps its time meanwhile
+  // Any other command of the module sends the held time first: a linked turn.
+  const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
+  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.settle();
+  assert.equal(t.state.clock, 130);
+  assertEqualClocks(t);
+  t.assertClean();
+  t.close();
+});
+
+test("world time held when the GM's tab closes is sent when the GM is back (nothing lost)", async () => {
+  const t = await table({ time: CALENDAR, moduleOptions: { clockWindowMs: 60_000 } });
+  const storage = t.gm.client.storage;
+  await t.gm.game.time.advance(20);
+  await t.world.flush();
+  await t.settle();
+  assert.equal(t.state.clock, 0);
+  // The tab closes before the minute is over; the GM comes back in the same browser.
+  t.gm.mod.client.close();
+  clearTimeout(t.gm.mod.clockTimer);
+  t.gm.mod.clockTimer = null;
+  t.world.disconnect(t.gm.client);
+  const back = t.join(t.gmUser, t.people.gm.token, { storage });
+  t.tabs[0] = back;
+  await waitFor(() => back.mod.status === "connected", { what: "GM back" });
+  await t.settle();
+  assert.equal(t.state.clock, 20);
+  assertEqualClocks(t);
+  t.close();
+});

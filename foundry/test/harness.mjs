@@ -73,10 +73,23 @@ export class Table {
    * @param {number} [opts.gmTabs] browser tabs of the one GM user
    * @param {number} [opts.time] the world time before the module runs
    */
-  constructor(server, { room, system = "sfrpg", generation = 12, gmTabs = 1, time = 0 } = {}) {
+  constructor(
+    server,
+    {
+      room,
+      system = "sfrpg",
+      generation = 12,
+      gmTabs = 1,
+      time = 0,
+      combatClass = "core",
+      protocol = "http:",
+      moduleOptions = { clockWindowMs: 100 },
+    } = {},
+  ) {
     this.server = server;
     this.room = room;
-    this.world = new World({ system, generation });
+    this.world = new World({ system, generation, combatClass, protocol });
+    this.moduleOptions = moduleOptions;
     this.world.settings.set("core.time", time); // the world's calendar before the module
     this.generation = generation;
     this.gmTabs = gmTabs;
@@ -108,11 +121,11 @@ export class Table {
     return [...this.tabs, this.player];
   }
 
-  join(userId, token) {
-    const client = this.world.connect(userId);
-    client.preset("token", token, this.generation >= 13 ? "user" : "client");
+  join(userId, token, { storage } = {}) {
+    const client = this.world.connect(userId, storage ? { storage } : {});
+    client.preset("token", token, "client");
     client.env.WebSocket = BrowserLikeWebSocket;
-    const mod = new VttSyncModule(client.env, VttSyncClient).register();
+    const mod = new VttSyncModule(client.env, VttSyncClient, this.moduleOptions).register();
     client.boot();
     return { client, mod, env: client.env, game: client.env.game };
   }
@@ -134,11 +147,19 @@ export class Table {
         this.world.pending,
         this.world.log.length,
         this.watcher.version,
-        this.all.map((t) => [t.mod.client?.version, t.mod.orderTimers.size, t.mod.syncScheduled]),
+        this.all.map((t) => [
+          t.mod.client?.version,
+          t.mod.orderTimers.size,
+          t.mod.syncScheduled,
+          Boolean(t.mod.clockTimer),
+        ]),
         this.world.time,
       ]);
       const busy = this.all.some(
-        (t) => t.mod.orderTimers.size || (t.mod.client && t.mod.client.version !== this.watcher.version),
+        (t) =>
+          t.mod.orderTimers.size ||
+          (t.mod.clockTimer && t.mod.clockWindowMs <= 1000) || // a short window is waited for
+          (t.mod.client && t.mod.client.version !== this.watcher.version),
       );
       if (sig === last && !busy) stable += 1;
       else stable = 0;

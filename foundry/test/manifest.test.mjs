@@ -50,12 +50,13 @@ test("the manifest has Foundry's fields for v12 and v13", () => {
   assert.deepEqual(manifest.esmodules, ["scripts/main.mjs"]);
   assert.ok(manifest.styles.length && manifest.languages.length);
   assert.equal(manifest.socket, true);
+  // No `relationships.recommends` of systems: Foundry's installer offers to
+  // download what a module recommends (README: "Compatibility" lists them).
+  assert.equal(manifest.relationships?.recommends, undefined);
+  assert.equal(manifest.relationships?.systems, undefined);
   assert.deepEqual(
-    manifest.relationships.recommends.map((r) => [r.id, r.type]),
-    [
-      ["sfrpg", "system"],
-      ["pf1", "system"],
-    ],
+    manifest.languages.map((l) => l.lang),
+    ["en", "fr"],
   );
   assert.equal(manifest.manifest, `${BASE}module.json`);
   assert.equal(manifest.download, `${BASE}vtt-sync.zip`);
@@ -114,12 +115,14 @@ test("the built main.mjs loads in a stand-in Foundry, registers its settings and
   const appended = [];
   const element = () => ({
     dataset: {},
+    classList: { add() {}, remove() {}, toggle() {} },
     append() {},
     prepend() {},
     querySelector: () => null,
     querySelectorAll: () => [],
   });
   const document = {
+    getElementById: () => null,
     createElement: element,
     body: { append: (e) => appended.push(e) },
     querySelectorAll: () => [],
@@ -129,9 +132,13 @@ test("the built main.mjs loads in a stand-in Foundry, registers its settings and
     await import(pathToFileURL(join(folder, "scripts/main.mjs")).href);
     client.env.game.modules = modules;
     client.boot();
+    await new Promise((r) => setTimeout(r, 20)); // ready: the token's migration, then connect()
     assert.equal(client.registered.get("vtt-sync.serverUrl").scope, "world");
-    assert.equal(client.registered.get("vtt-sync.token").scope, "user"); // v13: a user setting, never world
+    // This browser's storage, never the world's database (v13's `user` scope is stored there).
+    assert.equal(client.registered.get("vtt-sync.token").scope, "client");
     assert.ok(modules.get("vtt-sync").api);
+    assert.equal(client.menus.get("vtt-sync.connection").restricted, false); // every user tests their own token
+    assert.equal(typeof client.menus.get("vtt-sync.connection").type, "function");
     assert.ok(client.Hooks.handlers.get("combatTurnChange")?.length);
     assert.equal(modules.get("vtt-sync").api.status, "off"); // not configured: no connection, no error
     assert.deepEqual(client.Hooks.errors, []);
@@ -140,6 +147,16 @@ test("the built main.mjs loads in a stand-in Foundry, registers its settings and
   } finally {
     for (const key of ["Hooks", "game", "ui", "CONFIG", "Actor", "document"]) delete globalThis[key];
   }
+});
+
+test("every text of lang/en.json is in lang/fr.json, with the same {placeholders}", () => {
+  const flat = (o, pre = "") =>
+    Object.entries(o).flatMap(([k, v]) => (typeof v === "object" ? flat(v, `${pre}${k}.`) : [[`${pre}${k}`, v]]));
+  const en = new Map(flat(JSON.parse(readFileSync(join(FOUNDRY, "lang/en.json"), "utf8"))));
+  const fr = new Map(flat(JSON.parse(readFileSync(join(FOUNDRY, "lang/fr.json"), "utf8"))));
+  assert.deepEqual([...fr.keys()].sort(), [...en.keys()].sort());
+  const holes = (text) => [...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+  for (const [key, text] of en) assert.deepEqual(holes(fr.get(key)), holes(text), key);
 });
 
 test("on v12 the token is a client setting (v12 has no user scope)", async () => {
@@ -162,12 +179,16 @@ test("every text the module shows exists in lang/en.json", async () => {
     for (const m of src.matchAll(/\bt\("([\w.]+)"/g)) used.add(m[1]);
     for (const m of src.matchAll(/"VTTSYNC\.([\w.]+)"/g)) used.add(m[1]);
     for (const m of src.matchAll(/key: "(\w+)"/g)) used.add(`Action.${m[1]}`);
+    for (const m of src.matchAll(/finalFailure\([^,]+, "(\w+)"/g)) used.add(m[1]);
   }
   for (const c of ["conscious", "dying", "stable", "dead"]) used.add(`Condition.${c}`);
   for (const r of ["short", "night", "bed"]) used.add(`Rest.${r}`);
   for (const s of ["off", "idle", "connecting", "connected", "disconnected", "failed", "closed"])
     used.add(`Status.${s}`);
-  for (const k of ["Link", "Relink", "Unlink", "PeMax", "PpMax"]) used.add(k);
+  for (const k of ["Link", "Relink", "Unlink", "PeMax", "PpMax", "Unreachable", "UnreachableTls"]) used.add(k);
+  for (const code of ["ok", "empty", "insecure", "unreachable", "refused", "redirect"]) used.add(`Test.${code}`);
+  for (const sys of ["generic", "sfrpg", "pf1", "pf1wv"])
+    for (const k of ["PV", "PE", "PP"]) used.add(`Label.${sys}.${k}`);
   assert.ok(used.size > 40, `found ${used.size} keys`);
   const missing = [...used].filter((k) => !has(k));
   assert.deepEqual(missing, []);

@@ -8,7 +8,7 @@ import { pf1Sheet, serverForFile, sfrpgSheet } from "./harness.mjs";
 const table = serverForFile("s");
 
 const hp = (tab, id) => tab.client.actor(id).system.attributes.hp.value;
-const conditions = (tab, id) => tab.client.actor(id)._source.conditions;
+const conditions = (tab, id) => tab.client.actor(id).conditionNames();
 const taggedWrites = (t) => t.world.log.filter((l) => l.type === "Actor" && l.options?.vttSync);
 
 test("sfrpg: a dying actor's sheet values and conditions follow the server; a player's first aid goes with their own token", async () => {

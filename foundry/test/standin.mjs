@@ -20,7 +20,10 @@ const LANG = JSON.parse(readFileSync(new URL("../lang/en.json", import.meta.url)
 const clone = (v) => (v === undefined ? undefined : structuredClone(v));
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** {"a.b": 1} -> {a: {b: 1}} (Foundry's update data accepts both). */
+/** {"a.b": 1} -> {a: {b: 1}} (Foundry's update data accepts both), as
+ * Foundry's `foundry.utils.expandObject` does it: each key in order is set
+ * with setProperty, so a later key naming a whole object (`flags`) replaces
+ * what earlier dotted keys (`flags.sfrpg.phase`) put there. */
 export function expand(data) {
   const out = {};
   for (const [key, value] of Object.entries(data || {})) {
@@ -30,8 +33,7 @@ export function expand(data) {
       if (!isObject(target[p])) target[p] = {};
       target = target[p];
     }
-    const last = parts[parts.length - 1];
-    target[last] = isObject(value) ? merge(isObject(target[last]) ? target[last] : {}, expand(value)) : value;
+    target[parts[parts.length - 1]] = isObject(value) ? expand(value) : value;
   }
   return out;
 }
@@ -138,9 +140,11 @@ export class World {
    * @param {string} opts.system  game.system.id: "sfrpg", "pf1" or any other (generic)
    * @param {number} opts.generation  Foundry's major version (12 or 13)
    */
-  constructor({ system = "sfrpg", generation = 12 } = {}) {
+  constructor({ system = "sfrpg", generation = 12, combatClass = "core", protocol = "http:" } = {}) {
     this.system = system;
     this.generation = generation;
+    this.combatClass = combatClass; // "core", or "sfrpg" (CombatSFRPG's own turn methods)
+    this.protocol = protocol; // the page's location.protocol
     this.users = new Map();
     this.actors = new Map();
     this.combats = new Map();
@@ -164,7 +168,7 @@ export class World {
 
   addUser(name, role) {
     const id = this.id("U");
-    this.users.set(id, { _id: id, name, role, active: false });
+    this.users.set(id, { _id: id, name, role, active: false, flags: {} });
     return id;
   }
 
@@ -175,7 +179,8 @@ export class World {
       type: "character",
       flags: {},
       ownership: { default: 0 },
-      conditions: [],
+      items: [], // embedded Items (sfrpg's conditions are condition items)
+      effects: [], // embedded ActiveEffects (pf1's conditions; core status effects)
       ...clone(data),
     });
     return id;
@@ -196,9 +201,10 @@ export class World {
     return id;
   }
 
-  /** A browser tab of `userId` joining the world. */
-  connect(userId) {
-    const client = new FoundryClient(this, userId);
+  /** A browser tab of `userId` joining the world; tabs given the same
+   * `storage` share a browser's localStorage (client settings live there). */
+  connect(userId, { storage = new Storage() } = {}) {
+    const client = new FoundryClient(this, userId, storage);
     this.clients.push(client);
     const user = this.users.get(userId);
     const wasActive = user.active;
@@ -271,8 +277,9 @@ export class World {
       userId,
     });
     await this.deliver((c) => c.receiveCombat(id, { changed, options, userId, before }));
-    // Foundry's own combat time: v12 `advanceTime`, v13 `worldTime.delta`.
-    const delta = options?.worldTime?.delta ?? options?.advanceTime ?? 0;
+    // Foundry's own combat time: `worldTime.delta` (Combat#_preUpdate made it
+    // from `advanceTime` when only that was given).
+    const delta = options?.worldTime?.delta ?? 0;
     if (delta) await this.setTime(this.time + delta, {}, userId);
   }
 
@@ -316,6 +323,30 @@ export class World {
     );
   }
 
+  /** A User document's update: only a GM, or the user itself, may make it
+   * (BaseUser's update permission); the others see `updateUser`. */
+  commitUser(id, changed, userId) {
+    const actor = this.users.get(userId);
+    if (!(actor.role >= 3 || userId === id)) {
+      return Promise.reject(new Error(`User ${userId} lacks permission to update User ${id}`));
+    }
+    merge(this.users.get(id), changed);
+    this.log.push({ op: "update", type: "User", ids: [id], changed: clone(changed), userId });
+    return this.deliver((c) => c.receiveUserUpdate(id, changed, userId));
+  }
+
+  /** Embedded documents of an actor created or deleted (an Item, an
+   * ActiveEffect): `create<Type>`/`delete<Type>` on every client, no
+   * `updateActor` (Foundry's embedded-document operations). */
+  commitEmbedded(actorId, type, { created = [], deleted = [] }, options, userId) {
+    const actor = this.actors.get(actorId);
+    const key = type === "Item" ? "items" : "effects";
+    const gone = actor[key].filter((d) => deleted.includes(d._id));
+    actor[key] = actor[key].filter((d) => !deleted.includes(d._id)).concat(clone(created));
+    this.log.push({ op: "embedded", type, ids: [actorId], created: clone(created), deleted: [...deleted], options: clone(options), userId });
+    return this.deliver((c) => c.receiveEmbedded(actorId, type, key, created, gone, options, userId));
+  }
+
   setTime(value, options, userId) {
     const before = this.time;
     this.settings.set("core.time", value);
@@ -343,14 +374,45 @@ function sortTurns(combatants) {
 
 // ---------------------------------------------------------------- a client (browser tab)
 
+/** A browser's localStorage (client-scope settings are kept there as JSON,
+ * under "<namespace>.<key>", on v12 and v13). */
+export class Storage {
+  constructor() {
+    this.map = new Map();
+  }
+  getItem(key) {
+    return this.map.has(key) ? this.map.get(key) : null;
+  }
+  setItem(key, value) {
+    this.map.set(key, String(value));
+  }
+  removeItem(key) {
+    this.map.delete(key);
+  }
+}
+
+/** What a notification shows: v12 renders the message as HTML (innerHTML);
+ * v13 cleans it, then renders it. The text a user reads, from that HTML. */
+export function renderedText(html) {
+  return String(html)
+    .replace(/<[^>]*>/g, "")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, "&");
+}
+
 export class FoundryClient {
-  constructor(world, userId) {
+  constructor(world, userId, storage = new Storage()) {
     this.world = world;
     this.userId = userId;
     this.gone = false;
     this.notifications = [];
-    this.clientSettings = new Map();
+    this.chat = []; // ChatMessage.create data, as the world would get it
+    this.storage = storage;
     this.registered = new Map();
+    this.menus = new Map();
     this.socketHandlers = new Map();
     this.Hooks = new HooksImpl();
     this.actorDocs = new Map();
@@ -402,8 +464,25 @@ export class FoundryClient {
       },
       settings: {
         register: (ns, key, data) => client.registered.set(`${ns}.${key}`, data),
+        registerMenu: (ns, key, data) => client.menus.set(`${ns}.${key}`, data),
         get: (ns, key) => client.getSetting(ns, key),
         set: (ns, key, value, options = {}) => client.setSetting(ns, key, value, options),
+        // v13's WorldSettings: the world's Setting documents (a `user`
+        // setting is one with a `user` field, its value a JSON string).
+        storage: new Map([
+          [
+            "world",
+            {
+              find: (fn) => {
+                const docs = [...client.world.userSettings].map(([k, value]) => {
+                  const [user, key] = [k.slice(0, k.indexOf(":")), k.slice(k.indexOf(":") + 1)];
+                  return { key, user, value: JSON.stringify(value), delete: async () => client.world.userSettings.delete(k) };
+                });
+                return docs.find(fn);
+              },
+            },
+          ],
+        ]),
       },
       i18n: {
         localize: (key) => {
@@ -424,13 +503,22 @@ export class FoundryClient {
         emit: (event, data) => client.world.emitSocket(event, clone(data), client),
       },
     };
-    const notify = (level) => (text) => client.notifications.push({ level, text });
+    const notify = (level) => (html, options) =>
+      client.notifications.push({ level, html: String(html), text: renderedText(html), options });
     return {
       Hooks: this.Hooks,
       game,
       ui: { notifications: { info: notify("info"), warn: notify("warn"), error: notify("error") } },
       CONFIG: { time: { roundTime: 6, turnTime: 0 }, Actor: { documentClass: ActorClass } },
       Actor: ActorClass,
+      ChatMessage: {
+        create: async (data) => {
+          client.chat.push(clone(data));
+          return data;
+        },
+      },
+      location: { protocol: this.world.protocol },
+      localStorage: this.storage,
     };
   }
 
@@ -451,10 +539,21 @@ export class FoundryClient {
       role: u.role,
       active: u.active,
       isGM: u.role >= 3,
+      flags: clone(u.flags),
       get isSelf() {
         return id === client.userId;
       },
+      getFlag(ns, key) {
+        return clone(u.flags?.[ns]?.[key]);
+      },
+      setFlag(ns, key, value) {
+        return client.world.commitUser(id, expand({ [`flags.${ns}.${key}`]: value }), client.userId);
+      },
     };
+  }
+
+  receiveUserUpdate(id, changed, userId) {
+    this.Hooks.callAll("updateUser", this.userDoc(id), clone(changed), {}, userId);
   }
 
   // -- settings
@@ -467,7 +566,10 @@ export class FoundryClient {
     let value;
     if (reg.scope === "world") value = this.world.settings.get(full);
     else if (reg.scope === "user") value = this.world.userSettings.get(`${this.userId}:${full}`);
-    else value = this.clientSettings.get(full);
+    else {
+      const raw = this.storage.getItem(full);
+      value = raw === null ? undefined : JSON.parse(raw);
+    }
     return clone(value === undefined ? reg.default : value);
   }
 
@@ -478,7 +580,7 @@ export class FoundryClient {
     if (!reg) throw new Error(`setting ${full} is not registered`);
     if (reg.scope === "world") return this.world.setWorldSetting(full, value, options, this.userId);
     if (reg.scope === "user") this.world.userSettings.set(`${this.userId}:${full}`, clone(value));
-    else this.clientSettings.set(full, clone(value));
+    else this.storage.setItem(full, JSON.stringify(value));
     reg.onChange?.(value);
     return value;
   }
@@ -488,7 +590,7 @@ export class FoundryClient {
     const full = `vtt-sync.${key}`;
     if (scope === "world") this.world.settings.set(full, value);
     else if (scope === "user") this.world.userSettings.set(`${this.userId}:${full}`, value);
-    else this.clientSettings.set(full, value);
+    else this.storage.setItem(full, JSON.stringify(value));
   }
 
   receiveSetting(key, value) {
@@ -517,6 +619,15 @@ export class FoundryClient {
 
   actor(id) {
     return this.actorDocs.get(id);
+  }
+
+  receiveEmbedded(actorId, type, key, created, gone, options, userId) {
+    const actor = this.actorDocs.get(actorId);
+    if (!actor) return;
+    actor._source[key] = clone(this.world.actors.get(actorId)[key]);
+    actor.prepare();
+    for (const d of created) this.Hooks.callAll(`create${type}`, { ...clone(d), parent: actor }, clone(options), userId);
+    for (const d of gone) this.Hooks.callAll(`delete${type}`, { ...clone(d), parent: actor }, clone(options), userId);
   }
 
   receiveActor(id, changed, options, userId) {
@@ -553,7 +664,10 @@ export class FoundryClient {
 
   receiveCombat(id, { created = false, silent = false, changed = null, options = {}, userId = null } = {}) {
     const data = clone(this.world.combats.get(id));
-    if (!this.combatDocs.has(id)) this.combatDocs.set(id, new ClientCombat(this, id));
+    if (!this.combatDocs.has(id)) {
+      const Cls = this.world.combatClass === "sfrpg" ? SfrpgCombat : ClientCombat;
+      this.combatDocs.set(id, new Cls(this, id));
+    }
     const combat = this.combatDocs.get(id);
     const prior = this.history.get(id) ?? combat.state();
     combat._source = data;
@@ -599,6 +713,9 @@ export class FoundryClient {
     const combat = this.combatDocs.get(id);
     const changed = diff(combat._source, expand(data));
     if (!Object.keys(changed).length) return combat;
+    // Combat#_preUpdate (before the hook): a system's `advanceTime` becomes
+    // the operation's `worldTime` when none is given.
+    if ("advanceTime" in options && !options.worldTime) options.worldTime = { delta: options.advanceTime };
     if (this.Hooks.call("preUpdateCombat", combat, changed, options, this.userId) === false) return null;
     await this.world.commitCombat(id, changed, options, this.userId);
     return combat;
@@ -607,6 +724,10 @@ export class FoundryClient {
 
 function makeActorClass(client) {
   return class StandInActor {
+    static documentName = "Actor";
+    get documentName() {
+      return "Actor";
+    }
     constructor(id) {
       this._id = id;
       this._source = clone(client.world.actors.get(id));
@@ -633,8 +754,14 @@ function makeActorClass(client) {
     get isToken() {
       return false;
     }
+    /** Foundry's Actor#statuses: the status ids of its active effects. */
     get statuses() {
-      return new Set(this._source.conditions);
+      return new Set((this._source.effects ?? []).flatMap((e) => e.statuses ?? []));
+    }
+    /** The conditions the actor shows, whatever holds them (for the tests). */
+    conditionNames() {
+      const items = (this._source.items ?? []).filter((i) => i.type === "condition").map((i) => i.name);
+      return [...new Set([...items, ...this.statuses])].sort();
     }
     /** Derived data, as the systems prepare it: pf1's value = max + offset. */
     prepare() {
@@ -674,35 +801,60 @@ function makeActorClass(client) {
     update(data, options = {}) {
       return client.updateActors([{ _id: this._id, ...data }], options);
     }
-    // sfrpg and pf1 condition APIs, and Foundry's status effects (generic):
-    // conditions live in `conditions` here and change by an actor update.
+    // The systems' condition APIs, holding conditions where each system does:
+    // sfrpg's ActorConditionsMixin#setCondition adds or deletes a condition
+    // Item (from its compendium; here made in place), hasCondition looks at
+    // the items (foundryvtt-starfinder src/module/actor/mixins/actor-conditions.js);
+    // pf1's ActorPF#setConditions creates or deletes ActiveEffects carrying
+    // the condition as a status (pf1 10.8), as core's toggleStatusEffect does
+    // for any system (foundry-vtt-types client/documents/actor.d.mts). No
+    // `updateActor` follows: embedded documents change.
     hasCondition(name) {
-      return this._source.conditions.includes(name);
+      if (client.world.system === "sfrpg") {
+        return (this._source.items ?? []).some((i) => i.type === "condition" && i.name === name);
+      }
+      return this.statuses.has(name);
     }
     setCondition(name, enabled) {
       if (client.world.system !== "sfrpg") throw new Error("setCondition is sfrpg's");
-      return this._conditions({ [name]: enabled }, {});
+      const have = (this._source.items ?? []).filter((i) => i.type === "condition" && i.name === name);
+      client.world.conditionCalls = (client.world.conditionCalls ?? 0) + 1;
+      if (enabled && !have.length) {
+        const item = { _id: client.world.id("I"), type: "condition", name };
+        return client.world.commitEmbedded(this._id, "Item", { created: [item] }, {}, client.userId);
+      }
+      if (!enabled && have.length) {
+        return client.world.commitEmbedded(this._id, "Item", { deleted: have.map((i) => i._id) }, {}, client.userId);
+      }
+      return Promise.resolve();
     }
     setConditions(conditions, context = {}) {
       if (client.world.system !== "pf1") throw new Error("setConditions is pf1's");
-      return this._conditions(conditions, context);
+      return this._effects(conditions, context);
     }
     toggleStatusEffect(id, { active } = {}) {
-      return this._conditions({ [id]: active ?? !this.hasCondition(id) }, {});
+      return this._effects({ [id]: active ?? !this.statuses.has(id) }, {});
     }
-    _conditions(map, options) {
-      const set = new Set(this._source.conditions);
+    _effects(map, options) {
+      const effects = this._source.effects ?? [];
+      const created = [];
+      const deleted = [];
       for (const [name, on] of Object.entries(map)) {
-        if (on) set.add(name);
-        else set.delete(name);
+        const have = effects.filter((e) => (e.statuses ?? []).includes(name));
+        if (on && !have.length) created.push({ _id: client.world.id("E"), name, statuses: [name] });
+        if (!on) deleted.push(...have.map((e) => e._id));
       }
       client.world.conditionCalls = (client.world.conditionCalls ?? 0) + 1;
-      return this.update({ conditions: [...set].sort() }, options);
+      if (!created.length && !deleted.length) return Promise.resolve();
+      return client.world.commitEmbedded(this._id, "ActiveEffect", { created, deleted }, options, client.userId);
     }
   };
 }
 
 class ClientCombatant {
+  get documentName() {
+    return "Combatant";
+  }
   constructor(combat, data) {
     this.combat = combat;
     this.parent = combat;
@@ -740,6 +892,10 @@ class ClientCombatant {
 }
 
 class ClientCombat {
+  static documentName = "Combat";
+  get documentName() {
+    return "Combat";
+  }
   constructor(client, id) {
     this.client = client;
     this._id = id;
@@ -786,10 +942,15 @@ class ClientCombat {
   update(data, options = {}) {
     return this.client.updateCombat(this._id, data, options);
   }
+  /** Core's options for a turn or round change: v13 `{direction,
+   * worldTime: {delta}}`; v12 passes `worldTime.delta` too, besides the
+   * `advanceTime` its hook documentation names (foundry-vtt-types v12.331:
+   * Combat.Database.Update has `worldTime`; hooks.d.mts combatTurn
+   * `advanceTime`). */
   timeOptions(delta, direction) {
     return this.client.world.generation >= 13
-      ? { worldTime: { delta }, direction }
-      : { advanceTime: delta, direction };
+      ? { direction, worldTime: { delta } }
+      : { advanceTime: delta, direction, worldTime: { delta } };
   }
   get cfg() {
     return this.client.env.CONFIG.time;
@@ -856,5 +1017,82 @@ class ClientCombat {
       },
       this.client.userId,
     );
+  }
+}
+
+/**
+ * A system's Combat subclass that runs turns itself, as sfrpg's
+ * CombatSFRPG (foundryvtt-starfinder src/module/combat/combat.js, 0.30):
+ * next/previous turn and round update the combat with `{advanceTime,
+ * direction, eventData}` and fire no combatTurn/combatRound; its start fires
+ * combatStart with dotted `flags.sfrpg.*` keys and updates with
+ * `{advanceTime: CONFIG.time.roundTime}`; its delete() starts core's
+ * deletion without waiting and advances game time by a round. Normal
+ * combat: one phase that iterates the turns.
+ */
+export class SfrpgCombat extends ClientCombat {
+  get phase() {
+    return this._source.flags?.sfrpg?.phase ?? 0;
+  }
+  async startCombat() {
+    const update = {
+      "flags.sfrpg.startTime": this.client.time,
+      "flags.sfrpg.combatType": "normal",
+      "flags.sfrpg.phase": 0,
+      round: 1,
+      turn: 0,
+    };
+    this.client.Hooks.callAll("combatStart", this, update);
+    return this.update(update, { advanceTime: this.cfg.roundTime });
+  }
+  _handleUpdate(round, turn, options) {
+    return this.update(
+      { round, "flags.sfrpg.phase": 0, turn },
+      { ...options, eventData: { isNewRound: round !== this.round, oldRound: this.round, newRound: round } },
+    );
+  }
+  async nextTurn() {
+    let round = this.round;
+    let turn = (this.turn ?? -1) + 1;
+    const options = {};
+    if (turn >= this.turns.length) {
+      round += 1;
+      turn = 0;
+      options.advanceTime = Math.max(this.turns.length - this.turn, 0) * this.cfg.turnTime + this.cfg.roundTime;
+      options.direction = 1;
+    }
+    return this._handleUpdate(round, turn, options);
+  }
+  async nextRound() {
+    const advanceTime = Math.max(this.turns.length - this.turn, 0) * this.cfg.turnTime + this.cfg.roundTime;
+    return this._handleUpdate(this.round + 1, 0, { advanceTime, direction: 1 });
+  }
+  async previousTurn() {
+    let round = this.round;
+    let turn = this.turn - 1;
+    const options = {};
+    if (turn < 0) {
+      round -= 1;
+      if (round <= 0) return this;
+      turn = this.turns.length - 1;
+      let advanceTime = -1 * (this.turn || 0) * this.cfg.turnTime;
+      if (round > 0) advanceTime -= this.cfg.roundTime;
+      options.advanceTime = advanceTime;
+      options.direction = -1;
+    }
+    return this._handleUpdate(round, turn, options);
+  }
+  async previousRound() {
+    const round = Math.max(this.round - 1, 0);
+    let advanceTime = -1 * (this.turn || 0) * this.cfg.turnTime;
+    if (round > 0) advanceTime -= this.cfg.roundTime;
+    return this._handleUpdate(round, 0, { advanceTime, direction: -1 });
+  }
+  /** CombatSFRPG#delete: `super.delete(options)` (not awaited), then
+   * `game.time.advance(CONFIG.time.roundTime)`. */
+  endCombat() {
+    const deleted = super.endCombat();
+    const advanced = this.client.env.game.time.advance(this.cfg.roundTime);
+    return Promise.all([deleted, advanced]);
   }
 }

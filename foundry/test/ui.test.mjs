@@ -52,3 +52,37 @@ test("the GM's panel: link buttons, and the flag maxima for systems without PE/P
   assert.match(trackerHtml(t), /data-vtt-tracker="resync"/);
   assert.equal(escapeHtml(`"'&`), "&quot;&#39;&amp;");
 });
+
+test("AppV1 sheets: the panel's place is the window's content, on the first render (whole window) and on re-renders (inner form only)", async () => {
+  const { panelHost } = await import("../scripts/ui.mjs");
+  // Just the DOM calls panelHost makes, on Foundry's AppV1 structure:
+  // div.app.window-app > section.window-content > form.
+  const node = (cls, children = []) => {
+    const el = {
+      cls,
+      children,
+      parent: null,
+      matches: (sel) => sel === `.${cls}`,
+      querySelector: (sel) => {
+        for (const c of el.children) {
+          if (c.matches(sel)) return c;
+          const deep = c.querySelector(sel);
+          if (deep) return deep;
+        }
+        return null;
+      },
+      closest: (sel) => (el.matches(sel) ? el : (el.parent?.closest(sel) ?? null)),
+    };
+    for (const c of children) c.parent = el;
+    return el;
+  };
+  const form = node("sheet-form");
+  const content = node("window-content", [form]);
+  const win = node("window-app", [node("window-header"), content]);
+  const app = { element: [win] }; // jQuery in AppV1
+  assert.equal(panelHost(app, [win]), content); // first render: the whole window
+  assert.equal(panelHost(app, [form]), content); // re-render: the inner form only
+  assert.equal(panelHost({}, [form]), content); // no app.element: up from the form
+  const v2 = node("application", [node("window-content")]);
+  assert.equal(panelHost({ element: v2 }, v2), v2.children[0]); // AppV2: HTMLElements
+});

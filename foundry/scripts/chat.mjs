@@ -1,0 +1,46 @@
+// Rule events as chat messages (the world's "chat messages" setting): the
+// few events a table follows (a change of condition, a roll with its DC, PP
+// spent or lost), as one line each, every server value escaped. The texts
+// are lang/*.json's VTTSYNC.Chat.*; the event fields are the server's
+// (docs/operations.md, "Events").
+
+import { escapeHtml, num } from "./html.mjs";
+
+const CONDITIONS = new Set(["conscious", "dying", "stable", "dead"]);
+const CHECKS = new Set(["medicine", "constitution"]);
+const OUTCOMES = new Set(["success", "failure", "wake", "stay", "die"]);
+
+function nameOf(state, id) {
+  return state?.characters?.[id]?.name ?? String(id ?? "?");
+}
+
+/**
+ * One event as the HTML of a chat message, or null for the events not
+ * shown. `t(key, data)` formats a text (its result is escaped: data values
+ * may come from the server).
+ */
+export function eventHtml(event, state, t) {
+  if (!event || typeof event !== "object") return null;
+  const name = nameOf(state, event.char);
+  let text = null;
+  if (event.kind === "condition" && CONDITIONS.has(event.to)) {
+    text = t(`Chat.Condition.${event.to}`, { name });
+  } else if (event.kind === "roll" && CHECKS.has(event.check)) {
+    const mod = (Number(event.mod) || 0) + (Number(event.bonus) || 0);
+    const data = {
+      name,
+      check: t(`Chat.Check.${event.check}`),
+      patient: event.patient ? nameOf(state, event.patient) : "",
+      d20: num(event.d20),
+      mod: mod >= 0 ? `+${num(mod)}` : num(mod),
+      total: num(event.total),
+      dc: event.dc === null || event.dc === undefined ? "" : num(event.dc),
+      outcome: t(`Chat.Outcome.${OUTCOMES.has(event.outcome) ? event.outcome : "failure"}`),
+    };
+    const key = data.dc ? (data.patient ? "RollForDc" : "RollDc") : "Roll";
+    text = t(`Chat.${key}`, data);
+  } else if (event.kind === "pp" && Number(event.delta) < 0) {
+    text = t("Chat.Pp", { name, amount: num(-Number(event.delta)) });
+  }
+  return text === null ? null : `<p class="vtt-sync-chat">${escapeHtml(text)}</p>`;
+}
