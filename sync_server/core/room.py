@@ -771,6 +771,8 @@ class RoomCore:
         and each player's. Observers' never change: not kept."""
         viewers: dict[Any, rules.Viewer] = {}
         for uid, user in room.users.items():
+            if user.role not in ("gm", "player"):  # observers (and a stored role
+                continue  # outside a room's: such a user can never join)
             viewer = rules.Viewer(uid, user.role)
             cls = afford_class(viewer)
             if cls is not None and cls not in viewers:
