@@ -345,6 +345,7 @@ def subject(
     cost: Callable[[Character], dict[str, int]] | None = None,
     options: tuple[str, tuple[str, ...], Callable[[Room, Character, str], None]] | None = None,
     pair: tuple[str, Callable[[Room, Actor, Character, Character], None], str] | None = None,
+    candidate: Callable[[Character], bool] | None = None,
     reads: Callable[[RuleTable, Character], Any] = reads_subject,
 ) -> Offer:
     """An op acting for one character (`arg`, the subject): offered under
@@ -356,9 +357,22 @@ def subject(
     `pair=(name, check, nobody)`: an argument naming another character
     (first aid's patient), each candidate checked with `check(room, actor,
     c, other)`; `nobody` is the reason key when no candidate is accepted.
+    `candidate(other)`: a necessary condition of `check` on the other
+    character alone (first aid's patient is dying): the characters passing
+    it are found once per room, so a 200-character room checks each
+    subject against the few candidates, not against all 200.
     `reads(table, c)`: the key of what the checks read (see `RuleTable`):
     the subject alone unless told.
     """
+    pool_of: list[Any] = [None, []]  # (the room it was found for, its candidates)
+
+    def pool(room: Room) -> list[Character]:
+        if candidate is None:
+            return list(room.ordered())
+        if pool_of[0] is not room:
+            pool_of[0], pool_of[1] = room, [o for o in room.ordered() if candidate(o)]
+        found: list[Character] = pool_of[1]
+        return found
 
     def rule(room: Room, spec: OpSpec, c: Character) -> dict[str, Any]:
         """What the rules say of this op for `c`, whoever asks."""
@@ -389,7 +403,7 @@ def subject(
             name, check_pair, nobody = pair
             ok = [
                 o.id
-                for o in room.ordered()
+                for o in pool(room)
                 if _why(
                     lambda: check_alive(spec, o),  # noqa: B023
                     lambda: check_pair(room, JUDGE, c, o),  # noqa: B023
@@ -518,6 +532,19 @@ def _no_check(room: Room, uid: str) -> None:
 
 # Every op of rules.OPS, and how its affordance is computed (see `subject`
 # and `whole_room`). Each check is the handler's own.
+
+_healers_of: list[Any] = [None, frozenset()]  # (the room they were found for, the ids)
+
+
+def _check_rest(room: Room, c: Character, kind: str) -> None:
+    """R1-R4 as `check_rest`, with the room's healers found once per room
+    (not one scan of every character per character and kind)."""
+    if _healers_of[0] is not room:
+        found = frozenset(p.healer for p in room.characters.values() if p.healer is not None)
+        _healers_of[0], _healers_of[1] = room, found
+    check_rest(room, c, kind, _healers_of[1])
+
+
 OFFERS: dict[str, Offer] = {
     "update_room": whole_room(),
     "add_user": whole_room(),
@@ -555,6 +582,7 @@ OFFERS: dict[str, Offer] = {
             lambda room, actor, c, o: stabilizing.check_first_aid(c, o),
             "first_aid_nobody",
         ),
+        candidate=lambda o: o.condition == "dying",  # check_first_aid_patient's first test
         reads=reads_everyone,
     ),
     "stabilize": subject(
@@ -568,10 +596,11 @@ OFFERS: dict[str, Offer] = {
     "tend": subject(
         lambda room, actor, c: stability.check_healer(c),
         pair=("patient", stability.check_tend, "tend_nobody"),
+        candidate=lambda o: o.condition == "stable",  # check_tend_patient's first test
         reads=reads_everyone,
     ),
     "untend": subject(lambda room, actor, c: stability.check_untend(c), arg="patient"),
-    "rest": subject(options=("kind", REST_KINDS, check_rest), reads=reads_rest),
+    "rest": subject(options=("kind", REST_KINDS, _check_rest), reads=reads_rest),
     "stop_rest": subject(lambda room, actor, c: check_stop_rest(c)),
     "ability_damage": subject(),
     "ability_restore": subject(),

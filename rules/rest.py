@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from rules.context import Ctx
 from rules.errors import RuleBroken
 from rules.model import ABILITIES, HOUR, Activity, Character, Room
@@ -10,8 +12,10 @@ from rules.model import ABILITIES, HOUR, Activity, Character, Room
 REST_SECONDS = {"short": 10 * 60, "night": 8 * HOUR, "bed": 24 * HOUR}
 
 
-def check_rest(room: Room, c: Character, kind: str) -> None:
-    """R1-R4: who may start a rest of `kind` now."""
+def check_rest(room: Room, c: Character, kind: str, healers: Collection[str] | None = None) -> None:
+    """R1-R4: who may start a rest of `kind` now. `healers`: the ids of the
+    characters tending someone, when the caller keeps them (the affordances
+    ask for every character: one set instead of a scan each)."""
     if c.condition != "conscious":
         raise RuleBroken(
             f"{c.name} is {c.condition}: only a conscious character can rest",
@@ -30,7 +34,12 @@ def check_rest(room: Room, c: Character, kind: str) -> None:
             char=c.id,
             rest=c.activity.kind,
         )
-    if any(p.healer == c.id for p in room.characters.values()):
+    tending = (
+        c.id in healers
+        if healers is not None
+        else any(p.healer == c.id for p in room.characters.values())
+    )
+    if tending:
         raise RuleBroken(
             f"{c.name} is tending a patient and cannot rest (L4)", "rest_tending", char=c.id
         )
