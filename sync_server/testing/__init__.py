@@ -7,6 +7,9 @@ to test against a real server.
             ready table (`create_table`), a server in a child process
             (`start_subprocess_server`)
 
+  contracts the storage contract (`check_storage`): every check a
+            `Storage` backend must pass, for third-party backends too
+
 The rules engine's own helpers (a scripted-dice table, sample sheets) are in
 `rules.testing`; the fake clock is `sync_server.hosting.clock.FakeClock`.
 """

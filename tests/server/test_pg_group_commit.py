@@ -19,8 +19,8 @@ from sync_server.storage import (
     VersionConflict,
 )
 from sync_server.storage.postgres import PgStorage
+from sync_server.testing.contracts import load, record
 from tests.server.test_pg_leases import create, expire, heads, node, sql
-from tests.server.test_storage_contract import load, record
 
 
 @contextlib.asynccontextmanager

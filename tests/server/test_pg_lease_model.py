@@ -18,8 +18,8 @@ from sync_server.cluster.leases import Claim, Owner
 from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, Fenced
 from sync_server.storage.postgres import PgStorage
+from sync_server.testing.contracts import record
 from sync_server.testing.postgres import empty_tables
-from tests.server.test_storage_contract import record
 
 NODES = ("a", "b")
 ROOM = "r1"

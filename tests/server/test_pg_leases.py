@@ -34,8 +34,8 @@ from sync_server.storage import (
 from sync_server.storage.memory import MemoryStorage
 from sync_server.storage.postgres import SCHEMA_VERSION, PgStorage
 from sync_server.storage.sqlite import SqliteStorage
+from sync_server.testing.contracts import load, record
 from sync_server.testing.postgres import create_database, drop_database
-from tests.server.test_storage_contract import load, record
 
 WAIT = 10.0  # bound of every wait in this file (seconds)
 

@@ -26,8 +26,8 @@ from sync_server.cluster.leases import Claim
 from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, StorageError, VersionConflict
 from sync_server.storage.postgres import PgStorage
+from sync_server.testing.contracts import record
 from sync_server.testing.postgres import LocalCluster
-from tests.server.test_storage_contract import record
 
 ROOMS = 4
 WAIT = 30.0  # bound of every wait here (seconds): a hang fails the test

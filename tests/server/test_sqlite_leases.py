@@ -23,7 +23,7 @@ from sync_server.core.auth import hash_token
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import AdminRecord, Fenced, RoomDeleted, VersionConflict
 from sync_server.storage.sqlite import DB_FILE, SqliteStorage
-from tests.server.test_storage_contract import load, record
+from sync_server.testing.contracts import load, record
 
 WAIT = 10.0
 

@@ -1,36 +1,22 @@
-"""The storage contract: what every backend must do, run on every backend.
-
-A new backend passes this suite before anything else uses it: add it to
-`BACKENDS` (a factory that opens a fresh, empty store). A cluster backend
-(one that implements `ownership.Leases`) serves a room only while it holds
-its claim: `make_room` claims each room it creates, through `leases_for`,
-as the server does for every backend."""
+"""The storage contract (sync_server/testing/contracts.py, shipped with the
+product so that any backend can run it), run check by check on every
+backend of the project. A new backend passes it before anything else uses
+it: add it to `BACKENDS` (a factory that opens a fresh, empty store)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-import attrs
 import pytest
 
-import rules
-from sync_server.cluster.leases import Claim, leases_for
-from sync_server.core.auth import hash_token
 from sync_server.storage import (
-    AdminRecord,
-    RoomExists,
     Storage,
-    StorageError,
-    TokenInUse,
-    VersionConflict,
-    VersionRecord,
-    replay,
 )
 from sync_server.storage.memory import MemoryStorage
 from sync_server.storage.postgres import PgStorage
 from sync_server.storage.sqlite import SqliteStorage
+from sync_server.testing.contracts import STORAGE_CHECKS, check_storage
 from sync_server.testing.postgres import empty_tables
 
 
@@ -65,326 +51,28 @@ async def store(request, tmp_path) -> AsyncIterator[Storage]:
         await s.close()
 
 
-def record(v: int, cmd_id: str | None = None, *, user: str = "u1", **kw) -> VersionRecord:
-    fields = {
-        "room": "r1",
-        "v": v,
-        "cmd_id": cmd_id if cmd_id is not None else f"c{v}",
-        "user": user,
-        "op": "advance_clock",
-        "args": {"seconds": 1},
-        "ops": [["set", ["clock"], v]],
-        "inverse": [["set", ["clock"], v - 1]],
-        "events": [{"kind": "clock", "from": v - 1, "to": v}],
-        "result": {},
-        "undoable": True,
-        "ts": 1.0,
-    }
-    fields.update(kw)
-    return VersionRecord(**fields)
+@pytest.mark.parametrize("check", STORAGE_CHECKS, ids=lambda check: check.__name__)
+async def test_the_storage_contract(
+    store: Storage, check: Callable[[Storage], Awaitable[None]]
+) -> None:
+    await check(store)
 
 
-async def make_room(store: Storage, room: str = "r1", token: str = "gm-token") -> dict:
-    state = rules.new_room(room, "Room")[0].to_dict()
-    await store.create_room(
-        room,
-        state,
-        "u1",
-        hash_token(token),
-        AdminRecord(f"mk-{room}-{token}", "create_room", {}, {}, 0),
-    )
-    assert isinstance(await leases_for(store).claim(room), Claim)
-    return state
+async def test_check_storage_runs_every_check_on_a_fresh_store() -> None:
+    opened: list[MemoryStorage] = []
+
+    def fresh() -> MemoryStorage:
+        opened.append(MemoryStorage(snapshots_kept=2))
+        return opened[-1]
+
+    await check_storage(fresh)
+    assert len(opened) == len(STORAGE_CHECKS) and len(set(map(id, opened))) == len(opened)
 
 
-async def load(store: Storage, room: str = "r1", recent: int = 100):
-    stored = await store.load_room(room, recent, 1000)
-    assert stored is not None
-    return replay(stored, recent)
+async def test_check_storage_names_the_check_a_backend_fails() -> None:
+    class Forgetful(MemoryStorage):
+        async def room_ids(self) -> set[str]:
+            return set()  # a backend that loses its rooms
 
-
-async def test_a_new_room_is_at_version_zero(store: Storage) -> None:
-    state = await make_room(store)
-    assert await store.room_ids() == {"r1"}
-    loaded = await load(store)
-    assert (loaded.v, loaded.state, loaded.recent, loaded.dedup) == (0, state, [], [])
-    assert await store.find_token(hash_token("gm-token")) == ("r1", "u1")
-    assert await store.load_room("nope", 10, 10) is None
-
-
-async def test_commits_append_versions_that_replay(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1), record(2)], None, 0)
-    await store.commit("r1", [record(3)], None, 2)
-    loaded = await load(store)
-    assert loaded.v == 3 and loaded.state["clock"] == 3
-    assert [p.v for p in loaded.recent] == [1, 2, 3]
-    assert [(d.cmd_id, d.v) for d in loaded.dedup] == [("c1", 1), ("c2", 2), ("c3", 3)]
-    assert [p.frame()["id"] for p in await store.patches("r1", 1, 3)] == ["c2", "c3"]
-
-
-async def test_the_dedup_window_is_loaded_by_count_and_age(store: Storage) -> None:
-    """Issue 19: loading a room reads the ids of its last `dedup_window`
-    versions stored at or after `dedup_since`, not its whole log."""
-    await make_room(store)
-    await store.commit("r1", [record(v, ts=float(v * 100)) for v in range(1, 7)], None, 0)
-    stored = await store.load_room("r1", 100, 4)
-    assert stored is not None
-    assert [(d.cmd_id, d.ts) for d in stored.dedup] == [(f"c{v}", v * 100.0) for v in (3, 4, 5, 6)]
-    stored = await store.load_room("r1", 100, 4, 500.0)
-    assert stored is not None and [d.cmd_id for d in stored.dedup] == ["c5", "c6"]
-    assert [p.v for p in stored.log] == [1, 2, 3, 4, 5, 6]  # the log itself is whole
-
-
-async def test_a_commit_on_a_stale_head_is_fenced_and_stores_nothing(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1)], None, 0)
-    with pytest.raises(VersionConflict):
-        await store.commit("r1", [record(2, "other")], None, 0)  # another writer's view
-    with pytest.raises(VersionConflict):
-        await store.commit("r1", [record(5)], None, 4)  # ahead of the head
-    loaded = await load(store)
-    assert loaded.v == 1 and [d.cmd_id for d in loaded.dedup] == ["c1"]
-
-
-async def test_a_commit_is_all_or_nothing(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1, "same")], None, 0)
-    with pytest.raises(StorageError):  # a command id already stored
-        await store.commit("r1", [record(2), record(3, "same")], None, 1)
-    loaded = await load(store)
-    assert loaded.v == 1
-    await store.commit("r1", [record(2)], None, 1)  # the head did not move
-    assert (await load(store)).v == 2
-
-
-async def test_concurrent_commits_of_rooms_all_land(store: Storage) -> None:
-    for i in range(8):
-        await make_room(store, f"r{i}", f"t{i}")
-    await asyncio.gather(
-        *(store.commit(f"r{i}", [record(1, room=f"r{i}")], None, 0) for i in range(8))
-    )
-    for i in range(8):
-        assert (await load(store, f"r{i}")).v == 1
-
-
-async def test_snapshots_bound_the_replay_and_the_oldest_go(store: Storage) -> None:
-    await make_room(store)
-    state = (await load(store)).state
-    for v in range(1, 10):
-        snap = None
-        if v % 3 == 0:
-            state = {**state, "clock": v}
-            snap = (v, state)
-        await store.commit("r1", [record(v)], snap, v - 1)
-    stored = await store.load_room("r1", 2, 1000)
-    assert stored is not None and stored.snapshot_v == 9 and stored.snapshot["clock"] == 9
-    assert [row.v for row in stored.log] == [8, 9]  # the `recent` most recent, for resuming
-    loaded = replay(stored, 2)
-    assert loaded.v == 9 and loaded.state["clock"] == 9
-
-
-async def test_a_hole_in_the_log_is_refused(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1), record(2)], None, 0)
-    stored = await store.load_room("r1", 100, 100)
-    stored.log.pop(0)
-    with pytest.raises(StorageError, match="version 1 missing"):
-        replay(stored, 100)
-
-
-async def test_token_changes_travel_with_their_version(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1, token_set=(("u2", hash_token("p-token")),))], None, 0)
-    assert await store.find_token(hash_token("p-token")) == ("r1", "u2")
-    await store.commit("r1", [record(2, token_set=(("u2", hash_token("new")),))], None, 1)
-    assert await store.find_token(hash_token("p-token")) is None  # rotated
-    assert await store.find_token(hash_token("new")) == ("r1", "u2")
-    await store.commit("r1", [record(3, token_del=("u2",))], None, 2)
-    assert await store.find_token(hash_token("new")) is None
-
-
-async def test_token_changes_within_one_batch_apply_in_order(store: Storage) -> None:
-    await make_room(store)
-    await store.commit(
-        "r1",
-        [
-            record(1, token_set=(("u2", hash_token("a")), ("u3", hash_token("b")))),
-            record(2, token_del=("u2",)),
-            record(3, token_set=(("u3", hash_token("c")),)),
-            record(4, token_del=("u4",), token_set=(("u4", hash_token("d")),)),  # del, then set
-        ],
-        None,
-        0,
-    )
-    found = [await store.find_token(hash_token(t)) for t in ("a", "b", "c", "d")]
-    assert found == [None, None, ("r1", "u3"), ("r1", "u4")]
-
-
-async def test_a_batch_with_every_kind_of_change_lands_whole_or_not_at_all(store: Storage) -> None:
-    await make_room(store)
-    state = (await load(store)).state
-    await store.commit("r1", [record(1), record(2)], None, 0)
-    batch = [
-        record(3, undoable=False, undoes=2, token_set=(("u2", hash_token("p")),)),
-        record(4, undoable=False, token_del=("u1",)),
-    ]
-    with pytest.raises(VersionConflict):  # stale head: none of it
-        await store.commit("r1", batch, (4, {**state, "clock": 4}), 1)
-    assert (await store.undo_target("r1")).v == 2
-    assert await store.find_token(hash_token("gm-token")) == ("r1", "u1")
-    assert await store.find_token(hash_token("p")) is None
-    await store.commit("r1", batch, (4, {**state, "clock": 4}), 2)
-    assert (await store.undo_target("r1")).v == 1
-    assert await store.find_token(hash_token("gm-token")) is None
-    assert await store.find_token(hash_token("p")) == ("r1", "u2")
-    stored = await store.load_room("r1", 0, 1000)
-    assert stored.snapshot_v == 4 and stored.snapshot["clock"] == 4
-
-
-async def test_creating_a_room_that_exists_is_refused_and_changes_nothing(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1)], None, 0)
-    with pytest.raises(StorageError):
-        await store.create_room(
-            "r1", {}, "u9", hash_token("other"), AdminRecord("mk-again", "create_room", {}, {}, 0)
-        )
-    assert (await load(store)).v == 1
-    assert await store.find_token(hash_token("other")) is None
-    assert await store.admin_result("mk-again") is None
-
-
-async def test_undo_targets_walk_back_past_undone_and_undoable_false(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1), record(2, undoable=False)], None, 0)
-    target = await store.undo_target("r1")
-    assert target is not None and target.v == 1 and target.inverse == [["set", ["clock"], 0]]
-    await store.commit("r1", [record(3), record(4, undoable=False, undoes=3)], None, 2)
-    assert (await store.undo_target("r1")).v == 1
-    await store.commit("r1", [record(5, undoable=False, undoes=1)], None, 4)
-    assert await store.undo_target("r1") is None
-
-
-async def test_deleting_a_room_removes_it_and_its_tokens(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1)], None, 0)
-    await store.delete_room("r1", AdminRecord("del", "delete_room", {}, {"room": "r1"}, 0))
-    assert await store.room_ids() == set()
-    assert await store.load_room("r1", 10, 10) is None
-    assert await store.find_token(hash_token("gm-token")) is None
-    await make_room(store, token="again")  # the id can be used again
-    assert (await load(store)).v == 0
-
-
-async def test_admin_results_are_remembered(store: Storage) -> None:
-    await make_room(store)
-    found = await store.admin_result("mk-r1-gm-token")
-    assert found is not None and found.op == "create_room"
-    assert await store.admin_result("never") is None
-
-
-async def test_what_a_backend_returns_is_the_callers_own(store: Storage) -> None:
-    await make_room(store)
-    await store.commit("r1", [record(1)], None, 0)
-    first = await store.load_room("r1", 10, 10)
-    first.snapshot["name"] = "changed by the caller"
-    first.log[0].ops.append(["set", ["x"], 1])
-    again = await load(store)
-    assert again.state["name"] == "Room" and "x" not in again.state
-
-
-# --- whole rooms: export and import (backups, moving a room) ------------------
-
-
-async def _undo_room(store: Storage) -> None:
-    """r1 with a log, a snapshot past v0, an undone version and two users' tokens."""
-    await make_room(store)
-    state = (await load(store)).state
-    await store.commit("r1", [record(1, token_set=(("u2", hash_token("p-token")),))], None, 0)
-    await store.commit("r1", [record(2), record(3, undoable=False)], (3, {**state, "clock": 3}), 1)
-    await store.commit("r1", [record(4, undoable=False, undoes=2)], None, 3)
-
-
-async def test_an_exported_room_imports_to_the_same_room(store: Storage) -> None:
-    await _undo_room(store)
-    before = await load(store)
-    dump = await store.export_room("r1")
-    assert dump is not None and (dump.head, dump.snapshot_v) == (4, 3)
-    assert [r.v for r in dump.versions] == [1, 2, 3, 4] and dump.undone == {2}
-    assert dump.tokens == {"u1": hash_token("gm-token"), "u2": hash_token("p-token")}
-    assert dump.versions[0].token_set == ()  # the hashes travel in `tokens` only
-    await store.delete_room("r1", AdminRecord("del", "delete_room", {}, {}, 0))
-    assert await store.find_token(hash_token("p-token")) is None
-    await store.import_room(dump, AdminRecord("imp", "import_room", {}, {"room": "r1"}, 0))
-    after = await load(store)
-    assert (after.v, after.state) == (before.v, before.state)
-    assert [(d.user, d.cmd_id, d.v) for d in after.dedup] == [
-        (d.user, d.cmd_id, d.v) for d in before.dedup
-    ]
-    assert [p.frame() for p in await store.patches("r1", 0, 4)] == [
-        p.frame() for p in before.recent
-    ]
-    target = await store.undo_target("r1")  # v2 was undone; v3 and v4 are not undoable
-    assert target is not None and target.v == 1
-    assert await store.find_token(hash_token("p-token")) == ("r1", "u2")
-    assert (await store.admin_result("imp")).op == "import_room"
-    again = await store.export_room("r1")
-    assert again == dump  # nothing lost on the way, the creation time included
-
-
-async def test_import_refuses_an_existing_room_unless_replace(store: Storage) -> None:
-    await _undo_room(store)
-    dump = await store.export_room("r1")
-    await store.commit("r1", [record(5)], None, 4)
-    with pytest.raises(RoomExists):
-        await store.import_room(dump, AdminRecord("imp1", "import_room", {}, {}, 0))
-    assert (await load(store)).v == 5  # untouched
-    assert await store.admin_result("imp1") is None
-    await store.commit("r1", [record(6, token_set=(("u3", hash_token("late")),))], None, 5)
-    await store.import_room(dump, AdminRecord("imp2", "import_room", {}, {}, 0), replace=True)
-    assert (await load(store)).v == 4  # back to the exported head
-    assert await store.find_token(hash_token("late")) is None  # the old room's tokens went
-    # A replaced room is served afresh (cluster: claimed again, a new epoch).
-    assert isinstance(await leases_for(store).claim("r1"), Claim)
-    await store.commit("r1", [record(5, "again")], None, 4)  # and it goes on from there
-
-
-async def test_import_refuses_a_token_hash_of_another_room(store: Storage) -> None:
-    await _undo_room(store)
-    dump = await store.export_room("r1")
-    moved = attrs.evolve(dump, room="r9")
-    with pytest.raises(TokenInUse, match="already used"):
-        await store.import_room(moved, AdminRecord("imp", "import_room", {}, {}, 0))
-    assert await store.room_ids() == {"r1"} and await store.admin_result("imp") is None
-    assert await store.export_room("nope") is None
-    await store.import_room(
-        attrs.evolve(moved, tokens={}), AdminRecord("imp", "import_room", {}, {}, 0)
-    )
-    assert (await load(store, "r9")).state == (await load(store)).state
-
-
-async def test_an_export_is_the_callers_own(store: Storage) -> None:
-    await _undo_room(store)
-    dump = await store.export_room("r1")
-    dump.snapshot["name"] = "changed"
-    dump.versions[0].ops.append(["set", ["x"], 1])
-    again = await store.export_room("r1")
-    assert again.snapshot["name"] == "Room" and ["set", ["x"], 1] not in again.versions[0].ops
-
-
-async def test_room_summaries_list_every_room_without_loading_it(store: Storage) -> None:
-    """The admin's list: id, head, creation, when the head was written, and
-    the name, a rename after the latest snapshot included."""
-    await make_room(store, "r1")
-    await make_room(store, "r2", token="gm-token-2")
-    await store.commit("r1", [record(1, ts=50.0)], None, 0)
-    rename = record(2, op="update_room", args={"name": "Thursday"}, ts=60.0)
-    await store.commit("r1", [rename], None, 1)
-    found = {s.room: s for s in await store.room_summaries()}
-    assert set(found) == {"r1", "r2"}
-    assert (found["r1"].v, found["r1"].last_activity, found["r1"].name) == (2, 60.0, "Thursday")
-    assert (found["r2"].v, found["r2"].last_activity, found["r2"].name) == (0, None, "Room")
-    assert found["r2"].created > 0
-    await store.commit("r1", [record(3, ts=70.0)], (3, {"name": "Snap", "clock": 3}), 2)
-    found = {s.room: s for s in await store.room_summaries()}
-    assert (found["r1"].v, found["r1"].name) == (3, "Snap")  # the snapshot's, renames before it
+    with pytest.raises(AssertionError, match="storage contract, "):
+        await check_storage(lambda: Forgetful(snapshots_kept=2))
