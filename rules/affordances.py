@@ -132,6 +132,9 @@ class RuleTable:
     # `_affordances`).
     seen: dict[Any, frozenset[str]] = attrs.Factory(dict)
     per_char: dict[Any, tuple[Any, dict[str, Any], set[str]]] = attrs.Factory(dict)
+    # The characters passing an op's `candidate` test (a patient to choose),
+    # with the generation they were found in.
+    pools: dict[str, tuple[int, list[Character]]] = attrs.Factory(dict)
     # authorize's answers for a player, by (user, role of the op, argument,
     # subject), with the owners it read (the die roll is never offered to
     # a player, so `roll` is always None).
@@ -172,6 +175,14 @@ class RuleTable:
         out = make()
         self.entries[key] = (reads, out)
         return out
+
+    def pool(self, room: Room, op: str, test: Callable[[Character], bool]) -> list[Character]:
+        """The room's characters passing `test`, in order: found once per
+        generation (not once per subject and viewer)."""
+        found = self.pools.get(op)
+        if found is None or found[0] != self.generation:
+            found = self.pools[op] = (self.generation, [o for o in room.ordered() if test(o)])
+        return found[1]
 
     def begin(self, room: Room) -> None:
         """A new call: note what changed since the last one."""
@@ -343,7 +354,8 @@ def subject(
     *,
     arg: str = "char",
     cost: Callable[[Character], dict[str, int]] | None = None,
-    options: tuple[str, tuple[str, ...], Callable[[Room, Character, str], None]] | None = None,
+    options: tuple[str, tuple[str, ...], Callable[[RuleTable, Room, Character, str], None]]
+    | None = None,
     pair: tuple[str, Callable[[Room, Actor, Character, Character], None], str] | None = None,
     candidate: Callable[[Character], bool] | None = None,
     reads: Callable[[RuleTable, Character], Any] = reads_subject,
@@ -353,28 +365,21 @@ def subject(
 
     `check(room, actor, c)`: the op's own preconditions on the subject.
     `options=(name, values, check)`: an argument of fixed values (a rest's
-    kind), each checked; refused ones come with their reason.
+    kind), each checked with `check(table, room, c, value)`; refused ones
+    come with their reason.
     `pair=(name, check, nobody)`: an argument naming another character
     (first aid's patient), each candidate checked with `check(room, actor,
     c, other)`; `nobody` is the reason key when no candidate is accepted.
     `candidate(other)`: a necessary condition of `check` on the other
     character alone (first aid's patient is dying): the characters passing
-    it are found once per room, so a 200-character room checks each
-    subject against the few candidates, not against all 200.
+    it are found once per generation of the table (`RuleTable.pool`), so a
+    200-character room checks each subject against the few candidates, not
+    against all 200.
     `reads(table, c)`: the key of what the checks read (see `RuleTable`):
     the subject alone unless told.
     """
-    pool_of: list[Any] = [None, []]  # (the room it was found for, its candidates)
 
-    def pool(room: Room) -> list[Character]:
-        if candidate is None:
-            return list(room.ordered())
-        if pool_of[0] is not room:
-            pool_of[0], pool_of[1] = room, [o for o in room.ordered() if candidate(o)]
-        found: list[Character] = pool_of[1]
-        return found
-
-    def rule(room: Room, spec: OpSpec, c: Character) -> dict[str, Any]:
+    def rule(table: RuleTable, room: Room, spec: OpSpec, c: Character) -> dict[str, Any]:
         """What the rules say of this op for `c`, whoever asks."""
         fixed = {arg: c.id}
         checks = [lambda: check_alive(spec, c)]
@@ -389,7 +394,7 @@ def subject(
             name, values, check_option = options
             ok, no = [], {}
             for value in values:
-                reason = _why(lambda: check_option(room, c, value))  # noqa: B023
+                reason = _why(lambda: check_option(table, room, c, value))  # noqa: B023
                 if reason is None:
                     ok.append(value)
                 else:
@@ -403,7 +408,9 @@ def subject(
             name, check_pair, nobody = pair
             ok = [
                 o.id
-                for o in pool(room)
+                for o in (
+                    room.ordered() if candidate is None else table.pool(room, nobody, candidate)
+                )
                 if _why(
                     lambda: check_alive(spec, o),  # noqa: B023
                     lambda: check_pair(room, JUDGE, c, o),  # noqa: B023
@@ -433,7 +440,9 @@ def subject(
                 scan.rules.allowed[who] = (owners, ok)
             if not ok:
                 return None  # not this viewer's to send: no button at all
-        entry = scan.rules.entry((op, c.id), reads(scan.rules, c), lambda: rule(room, spec, c))
+        entry = scan.rules.entry(
+            (op, c.id), reads(scan.rules, c), lambda: rule(scan.rules, room, spec, c)
+        )
         return scan.adapt(entry, op)
 
     def offer(scan: _Scan, op: str, spec: OpSpec) -> dict[str | None, dict[str, Any]]:
@@ -533,16 +542,11 @@ def _no_check(room: Room, uid: str) -> None:
 # Every op of rules.OPS, and how its affordance is computed (see `subject`
 # and `whole_room`). Each check is the handler's own.
 
-_healers_of: list[Any] = [None, frozenset()]  # (the room they were found for, the ids)
 
-
-def _check_rest(room: Room, c: Character, kind: str) -> None:
-    """R1-R4 as `check_rest`, with the room's healers found once per room
-    (not one scan of every character per character and kind)."""
-    if _healers_of[0] is not room:
-        found = frozenset(p.healer for p in room.characters.values() if p.healer is not None)
-        _healers_of[0], _healers_of[1] = room, found
-    check_rest(room, c, kind, _healers_of[1])
+def _check_rest(table: RuleTable, room: Room, c: Character, kind: str) -> None:
+    """R1-R4 as `check_rest`, with the healers the table already keeps (not
+    one scan of every character per character and kind)."""
+    check_rest(room, c, kind, table.healers)
 
 
 OFFERS: dict[str, Offer] = {
