@@ -50,7 +50,7 @@ from sync_server.core.limits import (
 )
 from sync_server.core.ratelimit import TokenBucket, reply_cost
 from sync_server.core.room import CommandIn, JoinRefused, RoomCore
-from sync_server.hosting.bus import Message
+from sync_server.hosting.bus import HELD, Message
 from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
 from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost
 from sync_server.hosting.sessions import SessionDeps, request_bucket
@@ -227,11 +227,8 @@ class EventStream:
         a WebSocket session)."""
         if self.closing or self.stale:
             return
-        key = message.key(self.viewer)
-        if not message.admit(key):
-            self.stale = True
-            assert message.on_overflow is not None
-            message.on_overflow(self)
+        key = message.admit(self)
+        if key is HELD:
             return
         data = message.data(self.codec, key, self.viewer)
         self._write(sse("patch", data, message.frame["v"]))

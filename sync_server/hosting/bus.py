@@ -29,6 +29,10 @@ from sync_server.wire.codec import Codec
 log = logging.getLogger(__name__)
 
 
+# What `Message.admit` answers a sink past the cap of views.
+HELD: Any = object()
+
+
 class FrameView(Protocol):
     """How one frame looks to each viewer."""
 
@@ -72,21 +76,26 @@ class Message:
     def key(self, viewer: Any) -> Hashable | None:
         return None if self.view is None or viewer is None else self.view.key(viewer)
 
-    def admit(self, key: Hashable | None) -> bool:
-        """May a subscriber of `key`'s group get this frame? False once
-        `max_keys` other groups are built: that subscriber is then the
-        `on_overflow` handler's (a snapshot of its view, later)."""
+    def admit(self, sink: Any) -> Hashable | None:
+        """The key of `sink`'s group for this frame (see `key`), or HELD:
+        `max_keys` other groups are built already, so the sink is marked
+        `stale` and handed to `on_overflow` (a snapshot of its view, later)
+        instead. Every sink that takes part in the cap (a WebSocket outbox,
+        an event stream) asks here, so the rule is written once."""
+        key = self.key(sink.viewer)
         if key is None or self.max_keys is None or self.on_overflow is None:
-            return True
+            return key
         if self.view is not None and self.view.exempt(key):
-            return True  # the GM's own class (its affordances): never capped
+            return key  # the GM's own class (its affordances): never capped
         keys = self._keys
         if key in keys:
-            return True
-        if len(keys) >= self.max_keys:
-            return False
-        keys.add(key)
-        return True
+            return key
+        if len(keys) < self.max_keys:
+            keys.add(key)
+            return key
+        sink.stale = True
+        self.on_overflow(sink)
+        return HELD
 
     def frame_for(self, key: Hashable | None, viewer: Any) -> dict[str, Any]:
         if key is None:

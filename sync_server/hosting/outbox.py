@@ -42,7 +42,7 @@ from sync_server.core.limits import (
     TRIM_AFTER_BYTES,
     TRIM_DELAY_SECONDS,
 )
-from sync_server.hosting.bus import Message
+from sync_server.hosting.bus import HELD, Message
 from sync_server.hosting.ws_fastpath import raw_writer
 from sync_server.wire import protocol
 from sync_server.wire.codec import Codec
@@ -228,11 +228,8 @@ class Outbox:
         """Send a message shared with other clients (the bus calls this)."""
         if self.closing or self.stale:
             return
-        key = message.key(self.viewer)
-        if not message.admit(key):
-            self.stale = True
-            assert message.on_overflow is not None
-            message.on_overflow(self)
+        key = message.admit(self)
+        if key is HELD:
             return
         self._write(message, key)
 
