@@ -153,6 +153,19 @@ class SingleNodeLeases:
         return set()
 
 
+def renewed(held: dict[str, Claim], claims: list[Claim], kept: set[str], until: float) -> None:
+    """After a renewal round (any backend): the claims it kept run until
+    `until`, the others are lost; a claim taken again meanwhile is newer
+    and left as it is."""
+    for c in claims:
+        if held.get(c.room) is not c:
+            continue  # claimed again meanwhile: that claim is newer
+        if c.room in kept:
+            held[c.room] = Claim(c.room, c.epoch, until)
+        else:
+            del held[c.room]
+
+
 def leases_for(storage: Any) -> Leases:
     """The storage's own leases if it is a cluster backend, else
     single-node ones: the server calls the same methods either way."""

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from sync_server.cluster.leases import LEASE_SECONDS, Claim, Owner
+from sync_server.cluster.leases import LEASE_SECONDS, Claim, Owner, renewed
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import Fenced, RoomDeleted, StorageError
 from sync_server.storage.sqlite import SqliteStorage
@@ -210,13 +210,7 @@ class SqliteLeases:
 
         kept = await self._write(renew)
         with self._held_lock:
-            for c in claims:
-                if self._held.get(c.room) is not c:
-                    continue  # claimed again meanwhile: that claim is newer
-                if c.room in kept:
-                    self._held[c.room] = Claim(c.room, c.epoch, sent + self.lease_seconds)
-                else:
-                    del self._held[c.room]
+            renewed(self._held, claims, kept, sent + self.lease_seconds)
         return kept
 
     async def release(self, rooms: Iterable[str]) -> None:

@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import msgpack
 
-from sync_server.cluster.leases import LEASE_SECONDS, RENEWALS_PER_LEASE, Claim, Owner
+from sync_server.cluster.leases import LEASE_SECONDS, RENEWALS_PER_LEASE, Claim, Owner, renewed
 from sync_server.core.limits import SNAPSHOTS_KEPT
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
@@ -697,13 +697,7 @@ class PgStorage:
                 [c.epoch for c in claims],
             )
         kept = {row["room"] for row in rows}
-        for c in claims:
-            if self._held.get(c.room) is not c:
-                continue  # claimed again meanwhile: that claim is newer
-            if c.room in kept:
-                self._held[c.room] = Claim(c.room, c.epoch, sent + self.lease_seconds)
-            else:
-                del self._held[c.room]
+        renewed(self._held, claims, kept, sent + self.lease_seconds)
         return kept
 
     async def release(self, rooms: Iterable[str]) -> None:

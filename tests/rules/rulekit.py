@@ -18,6 +18,21 @@ from tests.helpers.table import Table
 HOUR = 3600
 
 
+def combat(n: int = 3) -> tuple[Table, list[str]]:
+    """A table of `n` characters (A, B, C...) in a combat in that order."""
+    t = Table()
+    ids = [t.add(name) for name in "ABCDEF"[:n]]
+    t.do("combat_start", order=ids)
+    return t, ids
+
+
+def turn(t: Table) -> tuple[str, int, int]:
+    """(whose turn, round, turn index) of the running combat."""
+    c = t.room.combat
+    assert c is not None
+    return c.current, c.round, c.turn
+
+
 def refused(t: Table, exc: type[Refused], op: str, by: Actor | None = None, **args: Any) -> Refused:
     """`op` must raise `exc` (exactly that class) and leave `t.room` as it was."""
     room = t.room

@@ -20,21 +20,7 @@ from rules import (
     view_state,
 )
 from tests.helpers.table import Table
-from tests.rules.rulekit import ch, kill, ok, refused
-
-
-def combat(n: int = 3) -> tuple[Table, list[str]]:
-    t = Table()
-    ids = [t.add(name) for name in "ABCDEF"[:n]]
-    t.do("combat_start", order=ids)
-    return t, ids
-
-
-def turn(t: Table) -> tuple[str, int, int]:
-    c = t.room.combat
-    assert c is not None
-    return c.current, c.round, c.turn
-
+from tests.rules.rulekit import ch, combat, kill, ok, refused, turn
 
 # ------------------------------------------------------------ D5, a turn passed over
 

@@ -13,21 +13,7 @@ from hypothesis import strategies as st
 
 from rules import Conflict, Forbidden, InvalidArgs, NotFound, RuleBroken
 from tests.helpers.table import Table
-from tests.rules.rulekit import kill, ok, refused
-
-
-def combat(n: int = 3) -> tuple[Table, list[str]]:
-    t = Table()
-    ids = [t.add(name) for name in "ABCDEF"[:n]]
-    t.do("combat_start", order=ids)
-    return t, ids
-
-
-def turn(t: Table) -> tuple[str, int, int]:
-    c = t.room.combat
-    assert c is not None
-    return c.current, c.round, c.turn
-
+from tests.rules.rulekit import combat, kill, ok, refused, turn
 
 # ---------------------------------------------------------------- T1: whose turn it is
 
