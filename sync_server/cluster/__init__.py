@@ -3,6 +3,6 @@
   leases          leases with fencing (PostgreSQL), and the single-node case
   sqlite_leases   the same in the SQLite file, for workers sharing it
 
-The lease keeper that renews them and drops lost rooms is the room host's
-(`sync_server.hosting.rooms`).
+`leases.LeaseKeeper` renews the claims; the server hands the rooms it
+reports lost to the directory (`sync_server.hosting.rooms`), which drops them.
 """

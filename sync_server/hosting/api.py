@@ -52,9 +52,10 @@ from sync_server.core.ratelimit import TokenBucket, reply_cost
 from sync_server.core.room import CommandIn, JoinRefused, RoomCore
 from sync_server.hosting.bus import HELD, Message
 from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
-from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost
+from sync_server.hosting.room_host import RoomHost
 from sync_server.hosting.sessions import SessionDeps, request_bucket
 from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
+from sync_server.hosting.work import Command, Join, RoomClosed
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS, BadFrame
 

@@ -49,10 +49,12 @@ from sync_server.hosting.config import Config
 from sync_server.hosting.http1 import door_factory
 from sync_server.hosting.outbox import OutboxBudget
 from sync_server.hosting.registry import Registry
-from sync_server.hosting.rooms import Command, Rooms, RoomServices
+from sync_server.hosting.room_host import RoomServices
+from sync_server.hosting.rooms import Rooms
 from sync_server.hosting.sessions import Session, SessionDeps
 from sync_server.hosting.tls import ServerTls, TlsError
 from sync_server.hosting.web import Routes
+from sync_server.hosting.work import Command
 from sync_server.ops.activity import Activity
 from sync_server.ops.logs import websockets_logger
 from sync_server.ops.metrics import Metrics

@@ -57,8 +57,10 @@ from sync_server.hosting.bus import RoomBus
 from sync_server.hosting.clock import Clock
 from sync_server.hosting.outbox import Outbox, OutboxBudget
 from sync_server.hosting.registry import Registry
-from sync_server.hosting.rooms import Command, Join, RoomClosed, RoomHost, Rooms, Sync
+from sync_server.hosting.room_host import RoomHost
+from sync_server.hosting.rooms import Rooms
 from sync_server.hosting.web import peer_of
+from sync_server.hosting.work import Command, Join, RoomClosed, Sync
 from sync_server.ops.activity import Activity
 from sync_server.ops.metrics import Metrics
 from sync_server.storage import StorageError

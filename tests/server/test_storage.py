@@ -10,7 +10,7 @@ import pytest
 
 import rules
 from sync_server.core.auth import hash_token
-from sync_server.hosting import rooms as rooms_module
+from sync_server.hosting import room_host as rooms_module
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import AdminRecord, StorageError, VersionRecord, replay
 from sync_server.storage.sqlite import SqliteStorage

@@ -1,0 +1,443 @@
+"""Room hosts: the asyncio glue around each loaded room's `RoomCore`.
+
+A `RoomHost` owns a room's work queue and one worker task. Why one worker
+per room: commands of a room apply one at a time, in arrival order, while
+rooms stay independent of each other. Joins, `sync` requests and deletion
+go through the same queue, so a client's welcome and every later patch are
+consistent with each other without locks.
+
+The host only queues, awaits storage and carries out what the core
+(core/room.py) decided. A batch's path:
+  core.batch_size (which queued commands go together) -> core.begin ->
+  [the log's undo target, if the batch reads_log] -> core.evaluate_batch
+  (pure) -> storage.commit(batch.records, batch.snapshot, batch.expected)
+  -> core.stored(batch), or core.failed(batch, error) -> the outputs, in
+  order: tokens to remember, then per command its patch to publish, its
+  answer, the sessions it ends; last, whether the room is lost.
+Nothing is sent before the commit returns, so no client ever holds a
+version that a crash could take back. Whatever fails (the rules, the
+diff, storage, a publish), every item taken from the queue is answered,
+and the core is rolled back to what storage holds.
+
+The work items it takes are in work.py; `Rooms` (rooms.py) is the
+directory that loads and unloads hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+import rules
+from rules.view import new_memo
+from sync_server.cluster.leases import Leases, SingleNodeLeases
+from sync_server.core.auth import RecentTokens, new_token
+from sync_server.core.limits import Limits
+from sync_server.core.ratelimit import reply_cost
+from sync_server.core.room import (
+    Answer,
+    CloseUsers,
+    JoinRefused,
+    Lost,
+    Output,
+    Publish,
+    RememberToken,
+    RoomCore,
+    StaticLog,
+)
+from sync_server.hosting.bus import Message, RoomBus
+from sync_server.hosting.clock import Clock, SystemClock
+from sync_server.hosting.registry import Registry
+from sync_server.hosting.work import (
+    Barrier,
+    Command,
+    Delete,
+    Item,
+    Join,
+    Query,
+    Resync,
+    RoomClosed,
+    Subscriber,
+    Sync,
+)
+from sync_server.ops.activity import Activity
+from sync_server.ops.metrics import Metrics
+from sync_server.storage import Storage
+from sync_server.wire import protocol
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class RoomServices:
+    """What every room of a server shares, handed from `Rooms` to each host
+    it loads, so that the two never list them twice."""
+
+    storage: Storage
+    bus: RoomBus
+    registry: Registry
+    metrics: Metrics
+    dice: rules.Dice
+    tokens: RecentTokens
+    limits: Limits = attrs.Factory(Limits)
+    clock: Clock = attrs.Factory(SystemClock)
+    check_invariants: bool = False
+    affordances: bool = True  # Config.affordances
+    new_token: Callable[[], str] = new_token
+    # Who serves which room (cluster mode); alone on its storage, every room.
+    leases: Leases = attrs.Factory(SingleNodeLeases)
+    # Counts commands for the log's per-room summaries (None: not logged).
+    activity: Activity | None = None
+
+
+class RoomHost:
+    """A loaded room: its core, its queue and its worker."""
+
+    def __init__(self, core: RoomCore, services: RoomServices) -> None:
+        self.core = core
+        self.room_id = core.room_id
+        self.services = services
+        self._items: deque[Item] = deque()
+        self._wake = asyncio.Event()
+        self._busy = False
+        self.closed = False
+        # Told when the room closes itself (lost to another node, deleted
+        # elsewhere): the directory drops it (`Rooms`).
+        self.on_drop: Callable[[RoomHost], None] | None = None
+        # Why this node stopped serving the room (None while it serves it).
+        self.lost_reason: str | None = None
+        # How queued work is answered once the room is closed.
+        self._closed_answer = ("not_found", "the room was deleted")
+        self.last_active = services.clock.monotonic()
+        # Rooms.loads when this host began loading (a hello that looked its
+        # token up before then re-checks it: the host knows only the token
+        # changes committed since its load).
+        self.load_seq = 0
+        # Hellos that found this host and check their token again before
+        # they join: the host is not idle meanwhile (not unloaded under them).
+        self.hellos = 0
+        # Resync snapshots by view class, at a version: shared by the sinks
+        # of one class until the queue is empty again.
+        self._resyncs: dict[Any, tuple[int, Message]] = {}
+        self._resync_memo: Any = new_memo()  # their status views, likewise
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    # What is stored, for callers outside the queue (sessions, demo, admin,
+    # tests): never a version a failed commit could still take back.
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.core.committed[0]
+
+    @property
+    def v(self) -> int:
+        return self.core.committed[1]
+
+    @property
+    def epochs(self) -> dict[str, int]:
+        return self.core.committed[2]
+
+    # --- queue ------------------------------------------------------------
+
+    def submit(self, item: Item) -> None:
+        if self.closed:
+            raise RoomClosed(self.room_id)
+        self._items.append(item)
+        self._wake.set()
+
+    def refuse_work(self) -> None:
+        """Take no new work; what is queued gets `internal` (retry): the
+        room is served elsewhere now, or about to be."""
+        self.closed = True
+        self._closed_answer = ("internal", "this server stopped serving the room; retry")
+
+    def touch(self) -> None:
+        """Something happened in the room (a client left): its idle time
+        counts from now."""
+        self.last_active = self.services.clock.monotonic()
+
+    async def barrier(self) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.submit(Barrier(fut))
+        await fut
+
+    @property
+    def idle(self) -> bool:
+        return (
+            not self._items
+            and not self._busy
+            and not self.hellos
+            and self.services.registry.count(self.room_id) == 0
+            and self.services.clock.monotonic() - self.last_active
+            > self.services.limits.room_idle_unload_seconds
+        )
+
+    async def stop(self) -> None:
+        """Stop the worker (unload). Callers make sure the queue is empty."""
+        self.closed = True
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._fail_queued()
+
+    async def _run(self) -> None:
+        while True:
+            while not self._items:
+                self._resyncs.clear()
+                self._resync_memo = new_memo()
+                self._wake.clear()
+                await self._wake.wait()
+            item = self._items.popleft()
+            self._busy = True
+            try:
+                if isinstance(item, Command):
+                    queued = [item.op]
+                    for nxt in self._items:  # the commands queued right behind it
+                        if not isinstance(nxt, Command):
+                            break
+                        queued.append(nxt.op)
+                    n = self.core.batch_size(queued, self.services.limits.max_command_batch)
+                    batch = [item] + [self._items.popleft() for _ in range(n - 1)]
+                    await self._run_batch(batch)  # type: ignore[arg-type]
+                elif isinstance(item, Join):
+                    try:
+                        self._join(item)
+                    except Exception:
+                        if not item.future.done():  # the hello must not hang
+                            item.future.set_exception(
+                                JoinRefused(
+                                    "internal", "the server failed; retry", protocol.CLOSE_INTERNAL
+                                )
+                            )
+                        raise
+                elif isinstance(item, Sync):
+                    self._sync(item)
+                elif isinstance(item, Query):
+                    self._query(item)
+                elif isinstance(item, Resync):
+                    self._resync(item)
+                    await asyncio.sleep(0)  # one per turn: other rooms in between
+                elif isinstance(item, Delete):
+                    await self._delete(item)
+                elif isinstance(item, Barrier) and not item.future.done():
+                    item.future.set_result(None)
+            except Exception:  # a bug in the glue: log it, keep the room alive
+                log.exception("room %s: worker error", self.room_id)
+            finally:
+                self._busy = False
+                self.last_active = self.services.clock.monotonic()
+            if self.closed:
+                self._fail_queued()
+                return
+
+    def _fail_queued(self) -> None:
+        """After deletion or unloading: answer whatever is still queued."""
+        code, message = self._closed_answer
+        while self._items:
+            item = self._items.popleft()
+            if isinstance(item, Command):
+                self._answer(item, protocol.error(code, message, item.cmd_id), code)
+            elif isinstance(item, Join | Delete | Query):
+                if not item.future.done():
+                    item.future.set_exception(RoomClosed(self.room_id))
+            elif isinstance(item, Barrier):
+                if not item.future.done():
+                    item.future.set_result(None)
+            elif isinstance(item, Sync) and item.done:
+                item.done()
+
+    # --- commands ---------------------------------------------------------
+
+    async def _run_batch(self, items: list[Command]) -> None:
+        """Store what the core evaluated, then carry out its outputs: every
+        item is answered exactly once, whatever fails on the way."""
+        core, services = self.core, self.services
+        batch = core.begin([item.command for item in items])
+        try:
+            reader = None
+            if batch.reads_log:
+                storage = services.storage
+                target = await storage.undo_target(self.room_id)
+                after = None
+                if target is not None:  # what the next undo reverts (the GM's affordances)
+                    after = await storage.undo_target(self.room_id, target.v)
+                reader = StaticLog(target, after)
+            core.evaluate_batch(batch, reader)
+            if batch.records:
+                await services.storage.commit(
+                    self.room_id, batch.records, batch.snapshot, expected=batch.expected
+                )
+            outputs = core.stored(batch)
+        except BaseException as exc:
+            self._carry_out(items, core.failed(batch, exc))
+            if not isinstance(exc, Exception):  # cancelled (shutdown): answered; go on
+                raise
+            return
+        self._carry_out(items, outputs)
+
+    def _carry_out(self, items: list[Command], outputs: list[Output]) -> None:
+        """Perform the core's outputs in order; one failure (a sink, a
+        callback) never skips the rest."""
+        services = self.services
+        published: Publish | None = None
+        for out in outputs:
+            try:
+                if isinstance(out, Publish):  # then the Answer of the command that made it
+                    published = out
+                    services.bus.publish(
+                        self.room_id,
+                        out.patch,
+                        out.view,
+                        max_keys=services.limits.max_view_classes_per_patch,
+                        on_overflow=self._overflow,
+                    )
+                    services.metrics.patch()
+                elif isinstance(out, Answer):
+                    item = items[out.index]
+                    if published is not None and item.patch_to is not None:
+                        self._hand_patch(item, published)
+                    published = None
+                    self._answer(item, out.frame, out.outcome)
+                elif isinstance(out, CloseUsers):
+                    for user in out.users:
+                        services.registry.close_user(
+                            self.room_id,
+                            user,
+                            protocol.CLOSE_REVOKED,
+                            "user removed or token rotated",
+                        )
+                elif isinstance(out, RememberToken):
+                    services.tokens.remember(out.key, "token", out.token)
+                else:
+                    assert isinstance(out, Lost)
+                    self.lost(out.why, out.code)
+            except Exception:
+                log.exception("room %s: carrying out %s failed", self.room_id, type(out).__name__)
+
+    def _hand_patch(self, item: Command, published: Publish) -> None:
+        """The sender's own patch, for a sender that reads no patches (HTTP);
+        a failure here never keeps its answer from going out."""
+        assert item.patch_to is not None
+        try:
+            item.patch_to(published.patch, published.view)
+        except Exception:
+            log.exception("room %s: the patch of %s not handed over", self.room_id, item.cmd_id)
+
+    def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
+        try:
+            item.reply(frame)
+            services = self.services
+            services.metrics.command(item.op, outcome, services.clock.monotonic() - item.received)
+            if services.activity is not None:  # the log's per-room summary
+                services.activity.command(self.room_id, item.command.actor.user, item.op, outcome)
+        except Exception:
+            log.exception("room %s: reply to %s failed", self.room_id, item.cmd_id)
+        finally:
+            if item.done is not None:
+                item.done()
+
+    def lost(self, why: str, code: int = protocol.CLOSE_SERVICE_RESTART) -> None:
+        """This node no longer serves the room (another node took it over,
+        the lease ran out, the room was deleted elsewhere): stop at once.
+        Queued commands are answered `internal` (their retry goes to the
+        room's new home), and the sessions close with `code` (1012: they
+        reconnect, are redirected, resume with `since`)."""
+        if self.lost_reason is not None:
+            return
+        log.warning("room %s: %s; no longer served here", self.room_id, why)
+        self.lost_reason = why
+        self.refuse_work()
+        reason = "room deleted" if code == protocol.CLOSE_ROOM_DELETED else "room moved; reconnect"
+        self.services.registry.close_room(self.room_id, code, reason, now=False)
+        if self.on_drop is not None:
+            self.on_drop(self)
+
+    # --- joins, sync, deletion -------------------------------------------
+
+    def _join(self, j: Join) -> None:
+        if j.future.done():  # the session gave up (closed) meanwhile
+            return
+        services, limits = self.services, self.services.limits
+        try:
+            welcome, role, epoch = self.core.join(j.user, j.since, j.token_hash)
+            if services.registry.count(self.room_id) >= limits.max_connections_per_room:
+                raise JoinRefused(
+                    "rate_limited", "too many connections to this room", protocol.CLOSE_TOO_MANY
+                )
+            if services.registry.count(self.room_id, j.user) >= limits.max_connections_per_user:
+                raise JoinRefused(
+                    "rate_limited", "too many connections for this user", protocol.CLOSE_TOO_MANY
+                )
+        except JoinRefused as refused:
+            j.future.set_exception(refused)
+            return
+        # Welcome and subscription in one step: no patch can fall between.
+        j.sink.viewer = self.core.viewer(j.user)
+        sent = j.sink.send(welcome)
+        if j.charge is not None:
+            j.charge(reply_cost(sent))
+        services.bus.subscribe(self.room_id, j.sink)
+        services.registry.add(self.room_id, j.sink)
+        j.future.set_result((role, epoch))
+
+    def _overflow(self, sink: Subscriber) -> None:
+        """`sink` was past a patch's cap of views: queue its snapshot. Until
+        it is sent the sink takes no patch (`Outbox.stale`): the snapshot,
+        of the state when it is sent, covers them."""
+        if not self.closed:
+            self._items.append(Resync(sink))
+            self._wake.set()
+
+    def _resync(self, r: Resync) -> None:
+        """A stale subscriber's snapshot: its view of the stored state (no
+        batch is open between items), shared by its view class's sinks."""
+        sink = r.sink
+        if sink.closing or not sink.stale:
+            return
+        viewer = sink.viewer
+        cls = rules.view_class(self.core.state, viewer) if viewer is not None else None
+        cached = self._resyncs.get(cls)
+        if cached is None or cached[0] != self.core.v:
+            frame = protocol.snapshot(self.core.v, self.core.view(viewer, self._resync_memo))
+            cached = self._resyncs[cls] = (self.core.v, Message(frame))
+        sink.resync(cached[1])
+
+    def _sync(self, s: Sync) -> None:
+        try:
+            sent = s.sink.send(self.core.sync_reply(s.since, s.request_id, s.sink.viewer))
+            if s.charge is not None:
+                s.charge(reply_cost(sent))
+        finally:
+            if s.done is not None:
+                s.done()
+
+    def _query(self, q: Query) -> None:
+        if q.future.done():
+            return
+        try:
+            q.future.set_result(q.read(self.core))
+        except Exception as exc:
+            q.future.set_exception(exc)
+
+    async def query(self, read: Callable[[RoomCore], Any]) -> Any:
+        """`read(core)` in the room's queue: what it reads is stored."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.submit(Query(read, fut))
+        return await fut
+
+    async def _delete(self, d: Delete) -> None:
+        try:
+            await self.services.storage.delete_room(self.room_id, d.admin)
+        except Exception as exc:
+            if not d.future.done():
+                d.future.set_exception(exc)
+            return
+        self.closed = True
+        self.services.registry.close_room(self.room_id, protocol.CLOSE_ROOM_DELETED, "room deleted")
+        if not d.future.done():
+            d.future.set_result(None)
