@@ -112,15 +112,25 @@ class Server:
         self.outbox_budget = OutboxBudget(
             self.limits.outbox_total_max_bytes, self.limits.outbox_room_max_bytes
         )
+        # Stable across restarts on this host and port (a restarted node
+        # gets its rooms back at once); a free port (0) gets the pid.
+        self.node_id = config.node_id or f"{socket.gethostname()}:{config.port or os.getpid()}"
         self.storage: Storage = storage or self._default_storage()
         # Who serves which room: the database's leases in cluster mode, or
-        # "every room is mine" alone on SQLite (ownership.py).
-        self.leases: Leases = leases_for(self.storage)
+        # "every room is mine" alone on SQLite (cluster/leases.py). The URL
+        # needs the port bound: set at start when not configured.
+        self.leases: Leases = leases_for(
+            self.storage,
+            node_id=self.node_id,
+            public_url=config.public_url or "",
+            lease_seconds=config.lease_seconds,
+            clock=self.clock,
+        )
         if config.worker_leases and isinstance(self.storage, SqliteStorage):
             # A worker on a shared SQLite file: leases in that file.
             self.leases = SqliteLeases(
                 self.storage,
-                node_id=config.node_id or "pending",
+                node_id=self.node_id,
                 public_url=config.public_url or "",
                 lease_seconds=config.lease_seconds,
                 clock=self.clock,
@@ -189,10 +199,7 @@ class Server:
 
         return PgStorage(
             config.database,
-            # The URL and the default id need the port bound: set at start.
-            node_id=config.node_id or "pending",
-            public_url=config.public_url or "",
-            lease_seconds=config.lease_seconds,
+            application_name=f"vtt-sync {self.node_id}",
             snapshots_kept=self.limits.snapshots_kept,
             on_group=self.metrics.commit_group.observe,
             clock=self.clock,
@@ -234,23 +241,17 @@ class Server:
             raise
         self.admin_token, self.admin_token_generated = token, generated
         self.admin_hash = hash_token(token)
-        if self.cluster and self.config.node_id is None:
-            # Stable across restarts on this host and port (a restarted node
-            # gets its rooms back at once); a free port (0) gets the pid.
-            port = self.config.port or os.getpid()
-            self.leases.node_id = f"{socket.gethostname()}:{port}"
         try:
             await self.storage.open()
         except BaseException:
             self._lock.release()
             raise
-        if isinstance(self.leases, SqliteLeases):
-            try:
-                await self.leases.open()
-            except BaseException:
-                await self.storage.close()
-                self._lock.release()
-                raise
+        try:
+            await self.leases.open()
+        except BaseException:
+            await self.storage.close()
+            self._lock.release()
+            raise
         await self.rooms.start()
         self._deps = SessionDeps(
             limits=self.limits,
@@ -446,8 +447,7 @@ class Server:
                 ws.close(code=code, reason=reason)
                 await ws.wait_closed()
         await self.rooms.stop()
-        if isinstance(self.leases, SqliteLeases):
-            await self.leases.close()
+        await self.leases.close()
         await self.storage.close()
         self._lock.release()
         self.activity.close()

@@ -22,6 +22,7 @@ from sync_server.cluster.leases import (
     SingleNodeLeases,
     leases_for,
 )
+from sync_server.cluster.pg_leases import PgLeases
 from sync_server.core.auth import hash_token
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import (
@@ -44,26 +45,50 @@ def url(name: str) -> str:
     return f"ws://{name}.test:8765"
 
 
+class PgNode:
+    """One cluster node as the server composes it: its storage and the
+    leases fencing it; attributes are the leases' first, then the storage's
+    (so a test reads `a.claim(...)` and `a.commit(...)` alike)."""
+
+    def __init__(self, store: PgStorage, leases: PgLeases) -> None:
+        self.store, self.leases = store, leases
+
+    def __getattr__(self, name: str):
+        try:
+            return getattr(self.leases, name)
+        except AttributeError:
+            return getattr(self.store, name)
+
+
+LEASE_KW = ("lease_seconds", "clock")
+
+
 @contextlib.asynccontextmanager
-async def node(dsn: str, name: str, **kw) -> AsyncIterator[PgStorage]:
+async def node(dsn: str, name: str, **kw) -> AsyncIterator[PgNode]:
     kw.setdefault("pool_min", 1)
     kw.setdefault("pool_max", 2)
-    store = PgStorage(dsn, node_id=name, public_url=url(name), **kw)
+    lease_kw = {k: kw.pop(k) for k in LEASE_KW if k in kw}
+    store = PgStorage(dsn, application_name=f"vtt-sync {name}", **kw)
+    leases = PgLeases(store, node_id=name, public_url=url(name), **lease_kw)
     await store.open()
     try:
-        yield store
+        await leases.open()
+        try:
+            yield PgNode(store, leases)
+        finally:
+            await leases.close()
     finally:
         await store.close()
 
 
 @pytest.fixture
-async def a(pg_db: str) -> AsyncIterator[PgStorage]:
+async def a(pg_db: str) -> AsyncIterator[PgNode]:
     async with node(pg_db, "a") as store:
         yield store
 
 
 @pytest.fixture
-async def b(pg_db: str) -> AsyncIterator[PgStorage]:
+async def b(pg_db: str) -> AsyncIterator[PgNode]:
     async with node(pg_db, "b") as store:
         yield store
 
@@ -85,7 +110,7 @@ async def expire(dsn: str, room: str) -> None:
     )
 
 
-async def create(store: PgStorage, room: str) -> None:
+async def create(store: PgNode, room: str) -> None:
     """A room created from `store`'s node, not claimed."""
     await store.create_room(
         room, {"clock": 0}, "u1", hash_token(f"t-{room}"), AdminRecord(f"mk-{room}", "c", {}, {}, 0)
@@ -126,7 +151,7 @@ async def test_fifty_nodes_claiming_at_once_make_one_winner_per_epoch(pg_db: str
         assert epochs == sorted(set(epochs)), epochs  # strictly increasing
 
 
-async def test_a_second_claim_before_expiry_gets_the_owners_url(a: PgStorage, b: PgStorage) -> None:
+async def test_a_second_claim_before_expiry_gets_the_owners_url(a: PgNode, b: PgNode) -> None:
     await create(a, "r1")
     first = await a.claim("r1")
     assert isinstance(first, Claim) and first.room == "r1"
@@ -137,7 +162,7 @@ async def test_a_second_claim_before_expiry_gets_the_owners_url(a: PgStorage, b:
 
 
 async def test_a_claim_starts_a_new_epoch_that_fences_the_previous_even_the_same_node(
-    a: PgStorage, pg_db: str
+    a: PgNode, pg_db: str
 ) -> None:
     """A node restarted under the same id takes its rooms back at once; the
     old process, if it still runs (paused), is fenced by the new epoch."""
@@ -156,7 +181,7 @@ async def test_a_claim_starts_a_new_epoch_that_fences_the_previous_even_the_same
     assert await heads(pg_db, "r1") == [1, 2]
 
 
-async def test_a_claim_sets_the_lease_by_the_database_clock(a: PgStorage, pg_db: str) -> None:
+async def test_a_claim_sets_the_lease_by_the_database_clock(a: PgNode, pg_db: str) -> None:
     await create(a, "r1")
     claim = await a.claim("r1")
     assert isinstance(claim, Claim)
@@ -175,7 +200,7 @@ async def test_a_claim_sets_the_lease_by_the_database_clock(a: PgStorage, pg_db:
 
 
 async def test_after_another_node_claims_the_old_owners_commit_is_fenced_and_stores_nothing(
-    a: PgStorage, b: PgStorage, pg_db: str
+    a: PgNode, b: PgNode, pg_db: str
 ) -> None:
     await create(a, "r1")
     await a.claim("r1")
@@ -194,9 +219,7 @@ async def test_after_another_node_claims_the_old_owners_commit_is_fenced_and_sto
     assert (await load(b)).v == 2
 
 
-async def test_an_expired_lease_nobody_took_still_refuses_the_commit(
-    a: PgStorage, pg_db: str
-) -> None:
+async def test_an_expired_lease_nobody_took_still_refuses_the_commit(a: PgNode, pg_db: str) -> None:
     """A node that wakes after its lease ran out must claim again (and so
     reload) before it commits, even if no other node took the room: what it
     queued while paused is answered `internal`, never acknowledged."""
@@ -212,14 +235,14 @@ async def test_an_expired_lease_nobody_took_still_refuses_the_commit(
     await a.commit("r1", [record(1)], None, 0)
 
 
-async def test_a_commit_without_a_claim_is_fenced(a: PgStorage, pg_db: str) -> None:
+async def test_a_commit_without_a_claim_is_fenced(a: PgNode, pg_db: str) -> None:
     await create(a, "r1")
     with pytest.raises(Fenced):
         await a.commit("r1", [record(1)], None, 0)
     assert await heads(pg_db, "r1") == []
 
 
-async def test_a_stale_head_under_a_valid_claim_is_a_plain_conflict(a: PgStorage) -> None:
+async def test_a_stale_head_under_a_valid_claim_is_a_plain_conflict(a: PgNode) -> None:
     await create(a, "r1")
     await a.claim("r1")
     await a.commit("r1", [record(1)], None, 0)
@@ -230,7 +253,7 @@ async def test_a_stale_head_under_a_valid_claim_is_a_plain_conflict(a: PgStorage
 
 
 async def test_every_acknowledged_commit_survives_a_takeover_under_load(
-    a: PgStorage, b: PgStorage, pg_db: str
+    a: PgNode, b: PgNode, pg_db: str
 ) -> None:
     """a commits as fast as it can; meanwhile its lease runs out and b
     claims. Every commit a saw succeed is in what b loads, b's head is
@@ -282,7 +305,7 @@ async def test_a_real_short_lease_runs_out_and_another_node_takes_over(pg_db: st
 
 
 async def test_renewal_is_one_batch_that_keeps_only_what_is_still_held(
-    a: PgStorage, b: PgStorage, pg_db: str
+    a: PgNode, b: PgNode, pg_db: str
 ) -> None:
     rooms = [f"r{i}" for i in range(1, 6)]
     for room in rooms:
@@ -305,7 +328,7 @@ async def test_renewal_is_one_batch_that_keeps_only_what_is_still_held(
 
 
 async def test_a_released_room_is_claimable_at_once_and_fences_its_old_owner(
-    a: PgStorage, b: PgStorage
+    a: PgNode, b: PgNode
 ) -> None:
     await create(a, "r1")
     await create(a, "r2")
@@ -321,7 +344,7 @@ async def test_a_released_room_is_claimable_at_once_and_fences_its_old_owner(
 
 
 async def test_a_release_by_a_fenced_node_does_not_free_the_new_owners_room(
-    a: PgStorage, b: PgStorage, pg_db: str
+    a: PgNode, b: PgNode, pg_db: str
 ) -> None:
     await create(a, "r1")
     await a.claim("r1")
@@ -332,7 +355,7 @@ async def test_a_release_by_a_fenced_node_does_not_free_the_new_owners_room(
 
 
 async def test_an_old_process_of_the_same_node_cannot_release_the_new_ones_claim(
-    a: PgStorage, pg_db: str
+    a: PgNode, pg_db: str
 ) -> None:
     await create(a, "r1")
     await a.claim("r1")
@@ -344,7 +367,7 @@ async def test_an_old_process_of_the_same_node_cannot_release_the_new_ones_claim
         await restarted.commit("r1", [record(1)], None, 0)
 
 
-async def test_closing_a_node_releases_its_rooms(pg_db: str, b: PgStorage) -> None:
+async def test_closing_a_node_releases_its_rooms(pg_db: str, b: PgNode) -> None:
     async with node(pg_db, "a") as a:
         await create(a, "r1")
         await a.claim("r1")
@@ -355,7 +378,7 @@ async def test_closing_a_node_releases_its_rooms(pg_db: str, b: PgStorage) -> No
 
 
 async def test_a_room_deleted_from_another_node_fences_its_owner_with_room_deleted(
-    a: PgStorage, b: PgStorage, pg_db: str
+    a: PgNode, b: PgNode, pg_db: str
 ) -> None:
     await create(b, "r1")  # created on b, served by a
     first = await a.claim("r1")
@@ -376,7 +399,7 @@ async def test_a_room_deleted_from_another_node_fences_its_owner_with_room_delet
     assert await heads(pg_db, "r1") == []
 
 
-async def test_a_room_recreated_under_an_old_claim_fences_it(a: PgStorage, b: PgStorage) -> None:
+async def test_a_room_recreated_under_an_old_claim_fences_it(a: PgNode, b: PgNode) -> None:
     await create(a, "r1")
     await a.claim("r1")
     await b.delete_room("r1", AdminRecord("del", "delete_room", {}, {}, 0))
@@ -388,7 +411,7 @@ async def test_a_room_recreated_under_an_old_claim_fences_it(a: PgStorage, b: Pg
 
 
 async def test_a_delete_waits_for_a_commit_in_flight_and_takes_its_versions(
-    a: PgStorage, b: PgStorage, pg_db: str
+    a: PgNode, b: PgNode, pg_db: str
 ) -> None:
     """The delete locks the room's row first: a commit holding it finishes,
     then everything it stored goes with the room (nothing orphaned for a
@@ -424,7 +447,7 @@ async def test_a_delete_waits_for_a_commit_in_flight_and_takes_its_versions(
 
 
 async def test_admin_results_room_ids_and_tokens_are_seen_from_every_node(
-    a: PgStorage, b: PgStorage
+    a: PgNode, b: PgNode
 ) -> None:
     await create(a, "r1")
     assert await b.room_ids() == {"r1"}
@@ -437,9 +460,7 @@ async def test_admin_results_room_ids_and_tokens_are_seen_from_every_node(
 # --- the lease keeper ---------------------------------------------------------
 
 
-async def test_the_keeper_renews_and_reports_rooms_lost(
-    a: PgStorage, b: PgStorage, pg_db: str
-) -> None:
+async def test_the_keeper_renews_and_reports_rooms_lost(a: PgNode, b: PgNode, pg_db: str) -> None:
     lost: list[set[str]] = []
     keeper = LeaseKeeper(a, lost.append)
     assert keeper.interval == a.lease_seconds / 3
@@ -489,9 +510,11 @@ async def test_one_node_on_its_own_storage_always_holds_its_rooms(tmp_path) -> N
     await keeper.stop()
 
 
-def test_a_cluster_store_is_its_own_leases() -> None:
-    store = PgStorage("postgresql://x@127.0.0.1:1/db", node_id="n", public_url="ws://n")
-    assert leases_for(store) is store
+def test_a_cluster_store_gets_leases_on_its_database_that_fence_it() -> None:
+    store = PgStorage("postgresql://x@127.0.0.1:1/db")
+    leases = leases_for(store, node_id="n", public_url="ws://n")
+    assert isinstance(leases, PgLeases) and (leases.node_id, leases.public_url) == ("n", "ws://n")
+    assert store.leases is leases and leases_for(store) is leases
 
 
 # --- schema -------------------------------------------------------------------
@@ -508,7 +531,7 @@ async def fresh_db(pg_dsn: str) -> AsyncIterator[str]:
 
 
 async def test_the_schema_is_created_once_even_by_nodes_starting_together(fresh_db: str) -> None:
-    stores = [PgStorage(fresh_db, node_id=f"n{i}", public_url="ws://n") for i in range(4)]
+    stores = [PgStorage(fresh_db) for i in range(4)]
     await asyncio.gather(*(s.open() for s in stores))
     for s in stores:
         await s.close()
@@ -521,7 +544,7 @@ async def test_a_database_newer_than_the_code_is_refused_clearly(fresh_db: str) 
     async with node(fresh_db, "a"):
         pass
     await sql(fresh_db, "UPDATE schema_version SET version = $1", SCHEMA_VERSION + 1)
-    store = PgStorage(fresh_db, node_id="a", public_url="ws://a")
+    store = PgStorage(fresh_db)
     with pytest.raises(StorageError, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
         await store.open()
     with pytest.raises(StorageError, match="closed"):
@@ -531,12 +554,7 @@ async def test_a_database_newer_than_the_code_is_refused_clearly(fresh_db: str) 
 async def test_an_unreachable_database_is_a_clear_error_not_a_hang() -> None:
     from sync_server.testing.postgres import free_port
 
-    store = PgStorage(
-        f"postgresql://someone:secret@127.0.0.1:{free_port()}/db",
-        node_id="a",
-        public_url="ws://a",
-        op_timeout=2,
-    )
+    store = PgStorage(f"postgresql://someone:secret@127.0.0.1:{free_port()}/db", op_timeout=2)
     with pytest.raises(StorageError, match="cannot connect to PostgreSQL") as caught:
         await store.open()
     assert "secret" not in str(caught.value) and "someone" not in str(caught.value)
