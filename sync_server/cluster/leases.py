@@ -192,10 +192,12 @@ def leases_for(
     lease_seconds: float = LEASE_SECONDS,
     clock: Clock | None = None,
 ) -> Leases:
-    """The leases that fence `storage`'s commits: those attached to it
-    already (`storage.leases`), new ones on a cluster backend's database
-    (PostgreSQL), else single-node ones: the server calls the same methods
-    either way."""
+    """The leases that fence `storage`'s commits: the storage itself if it
+    implements them, those attached to it already (`storage.leases`), new
+    ones on a cluster backend's database (PostgreSQL), else single-node
+    ones: the server calls the same methods either way."""
+    if isinstance(storage, Leases):
+        return storage
     attached = getattr(storage, "leases", None)
     if isinstance(attached, Leases):
         return attached

@@ -247,7 +247,8 @@ class Server:
             self._lock.release()
             raise
         try:
-            await self.leases.open()
+            if self.leases is not self.storage:  # a storage may be its own leases
+                await self.leases.open()
         except BaseException:
             await self.storage.close()
             self._lock.release()
@@ -447,7 +448,8 @@ class Server:
                 ws.close(code=code, reason=reason)
                 await ws.wait_closed()
         await self.rooms.stop()
-        await self.leases.close()
+        if self.leases is not self.storage:
+            await self.leases.close()
         await self.storage.close()
         self._lock.release()
         self.activity.close()
