@@ -194,6 +194,7 @@ class Server:
                 config.synchronous,
                 on_group=self.metrics.commit_group.observe,
                 snapshots_kept=self.limits.snapshots_kept,
+                clock=self.clock,
             )
         from sync_server.storage.postgres import PgStorage  # asyncpg only in cluster mode
 
@@ -423,7 +424,7 @@ class Server:
         if self._shared_ws is not None:
             self._shared_ws.server.close()  # the other workers go on accepting
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(drain):
+            async with self.clock.timeout(drain):
                 await self.rooms.drain()
         await self.keeper.stop()
         code, reason = protocol.CLOSE_SHUTDOWN, "server shutting down"
@@ -438,7 +439,7 @@ class Server:
         if self.api is not None:
             await self.api.close(code, reason)
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(drain):
+            async with self.clock.timeout(drain):
                 await asyncio.gather(
                     *(s.outbox.flushed() for s in list(self.sessions) if s.outbox is not None),
                     return_exceptions=True,

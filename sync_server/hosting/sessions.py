@@ -96,7 +96,7 @@ class HelloGate:
         if self.buckets is None:
             return True
         try:
-            async with asyncio.timeout(wait):
+            async with self.clock.timeout(wait):
                 while True:
                     now = self.clock.monotonic()
                     if self.buckets.get(peer, now).allow(now, 1.0):
@@ -292,7 +292,7 @@ class Session:
                 # A close was decided (4403, 4400, 1013...): let it finish,
                 # bounded by the close timeout.
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(2 * self.deps.limits.close_timeout):
+                    async with self.deps.clock.timeout(2 * self.deps.limits.close_timeout):
                         await self.outbox.flushed()
             await self.outbox.stop()
 
@@ -393,7 +393,7 @@ class Session:
 
     async def _read_hello(self, core: SessionCore, timeout: float) -> HelloAction:
         try:
-            async with asyncio.timeout(timeout):
+            async with self.deps.clock.timeout(timeout):
                 message = await self.ws.recv()
         except TimeoutError:
             return core.hello_timed_out()
@@ -468,6 +468,7 @@ class Session:
             on_too_slow=self._too_slow,
             budget=self.deps.outbox_budget,
             room=room,
+            clock=self.deps.clock,
         )
 
     def _too_slow(self) -> None:

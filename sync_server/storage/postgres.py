@@ -459,7 +459,7 @@ class PgStorage:
 
     async def open(self) -> None:
         try:
-            async with asyncio.timeout(self.op_timeout * 2):
+            async with self.clock.timeout(self.op_timeout * 2):
                 self._pool = await asyncpg.create_pool(
                     self.dsn,
                     min_size=self.pool_min,
@@ -506,7 +506,9 @@ class PgStorage:
     async def flushed(self) -> None:
         """Wait (a bounded time) for the commits being written."""
         if self._flush_tasks:
-            await asyncio.wait(set(self._flush_tasks), timeout=self.op_timeout * 2)
+            with contextlib.suppress(TimeoutError):
+                async with self.clock.timeout(self.op_timeout * 2):
+                    await asyncio.wait(set(self._flush_tasks))
 
     async def close(self) -> None:
         """Close the pool once the commits being written finish (the
@@ -516,7 +518,7 @@ class PgStorage:
         await self.flushed()
         pool, self._pool = self._pool, None
         try:
-            async with asyncio.timeout(self.op_timeout):
+            async with self.clock.timeout(self.op_timeout):
                 await pool.close()
         except TimeoutError:
             pool.terminate()
@@ -538,7 +540,7 @@ class PgStorage:
         if self._pool is None:
             raise StorageError("storage is closed")
         try:
-            async with asyncio.timeout(self.op_timeout), self._pool.acquire() as conn:
+            async with self.clock.timeout(self.op_timeout), self._pool.acquire() as conn:
                 yield conn
         except StorageError:
             raise
