@@ -152,12 +152,6 @@ class MemoryStorage:
             for old in sorted(r.snapshots)[: -self.snapshots_kept]:
                 del r.snapshots[old]
 
-    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
-        r = self._rooms.get(room)
-        if r is None:
-            return []
-        return [_row(r.versions[v]) for v in sorted(r.versions) if after < v <= upto]
-
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         return self._tokens.get(token_hash)
 

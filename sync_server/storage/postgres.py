@@ -768,17 +768,6 @@ class PgStorage:
             f"room {c.room!r} is no longer at version {c.expected} (head {row['head']})"
         )
 
-    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
-        async with self._conn() as conn:
-            rows = await conn.fetch(
-                "SELECT v, cmd_id, user_id, ops, events, views FROM versions "
-                "WHERE room = $1 AND v > $2 AND v <= $3 ORDER BY v",
-                room,
-                after,
-                upto,
-            )
-        return [_patch_row(r) for r in rows]
-
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         async with self._conn() as conn:
             row = await conn.fetchrow(

@@ -712,17 +712,6 @@ class SqliteStorage:
 
         await self._submit(w, write=True)
 
-    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
-        def q(conn: sqlite3.Connection) -> list[PatchRow]:
-            rows = conn.execute(
-                "SELECT v, cmd_id, user, rec FROM versions "
-                "WHERE room = ? AND v > ? AND v <= ? ORDER BY v",
-                (room, after, upto),
-            ).fetchall()
-            return [_patch_row(*r) for r in rows]
-
-        return await self._submit(q, write=False)
-
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         def q(conn: sqlite3.Connection) -> tuple[str, str] | None:
             row = conn.execute(
