@@ -27,6 +27,7 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
 import rules
+from rules.state import UserDict, role_of, user_of
 from sync_server import __version__
 from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
 from sync_server.cluster.sqlite_leases import SqliteLeases
@@ -49,7 +50,7 @@ from sync_server.hosting.config import Config
 from sync_server.hosting.http1 import door_factory
 from sync_server.hosting.outbox import OutboxBudget
 from sync_server.hosting.registry import Registry
-from sync_server.hosting.room_host import RoomServices
+from sync_server.hosting.room_host import RoomHost, RoomServices
 from sync_server.hosting.rooms import Rooms
 from sync_server.hosting.sessions import Session, SessionDeps
 from sync_server.hosting.tls import ServerTls, TlsError
@@ -88,6 +89,11 @@ def api_document(name: str) -> bytes | None:
     from sync_server.hosting import apidoc  # built on first request only
 
     return apidoc.document_bytes(name)
+
+
+def _user(host: RoomHost | None, uid: str) -> UserDict | None:
+    """A loaded room's entry for a user (None: room not loaded, or no such user)."""
+    return None if host is None else user_of(host.state, uid)
 
 
 class Server:
@@ -496,13 +502,12 @@ class Server:
         out = []
         for summary in await self.storage.room_summaries():
             host = self.rooms.hosts.get(summary.room)
-            users = host.state.get("users", {}) if host is not None else {}
-            name = host.state.get("name") if host is not None else summary.name
+            name = host.state["name"] if host is not None else summary.name
             connected = [
                 {
                     "user": uid,
-                    "name": users.get(uid, {}).get("name"),
-                    "role": users.get(uid, {}).get("role"),
+                    "name": None if (u := _user(host, uid)) is None else u["name"],
+                    "role": None if u is None else u["role"],
                     "sessions": n,
                 }
                 for uid, n in sorted(self.registry.users(summary.room).items())
@@ -538,7 +543,7 @@ class Server:
         host = await self.rooms.get(room)
         if host is None:
             return protocol.error("not_found", f"no room {room!r}", cmd_id)
-        role = host.state["users"].get(user, {}).get("role", "observer")
+        role = role_of(host.state, user) or "observer"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
         def reply(frame: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 import rules
+from rules.state import role_of
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, same_hash
 from sync_server.core.limits import Limits
@@ -408,7 +409,7 @@ class Session:
     ) -> HelloAction:
         """Submit the join to the room's queue and feed its answer back."""
         room, user = join.room, join.user
-        bucket = self._bucket(host.state["users"].get(user, {}).get("role"), room, user)
+        bucket = self._bucket(role_of(host.state, user), room, user)
         if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
             refusal = HelloRefused(
                 "rate_limited",
