@@ -29,7 +29,7 @@ from rules.catalog import op_args
 from rules.errors import InvalidArgs
 from rules.validate import check_args
 from sync_server.core.auth import RecentTokens, hash_token, new_token
-from sync_server.core.limits import IMPORT_IDLE_SECONDS, Limits
+from sync_server.core.limits import Limits
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.rooms import Rooms
 from sync_server.ops.metrics import Metrics
@@ -208,7 +208,7 @@ class Admin:
         now = self.clock.monotonic()
         up = self._upload
         if up is not None and up.id != upload_id:
-            if now - up.active < IMPORT_IDLE_SECONDS:
+            if now - up.active < self.limits.import_idle_seconds:
                 return protocol.error(
                     "conflict", "another import is in progress; retry when it is done", cmd_id
                 )

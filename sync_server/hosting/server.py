@@ -32,13 +32,7 @@ from sync_server import __version__
 from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
-from sync_server.core.limits import (
-    MAX_FRAME_BYTES,
-    MAX_INCOMING_QUEUE,
-    PING_INTERVAL_SECONDS,
-    PING_TIMEOUT_SECONDS,
-    WRITE_LIMIT_BYTES,
-)
+from sync_server.core.limits import MAX_FRAME_BYTES
 from sync_server.core.ratelimit import Buckets
 from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
@@ -113,7 +107,9 @@ class Server:
         self.metrics = Metrics()
         self.bus = bus or LocalBus()
         self.registry = Registry()
-        self.tokens = RecentTokens(self.limits.token_retry_seconds, self.clock.monotonic)
+        self.tokens = RecentTokens(
+            self.limits.token_retry_seconds, self.clock.monotonic, self.limits.max_recent_tokens
+        )
         # What all clients may hold unsent together (outbox.py).
         self.outbox_budget = OutboxBudget(
             self.limits.outbox_total_max_bytes, self.limits.outbox_room_max_bytes
@@ -318,10 +314,10 @@ class Server:
             # deflate would cost memory and CPU per client and defeat that.
             compression=None,
             max_size=MAX_FRAME_BYTES,
-            max_queue=MAX_INCOMING_QUEUE,
-            write_limit=WRITE_LIMIT_BYTES,
-            ping_interval=PING_INTERVAL_SECONDS,
-            ping_timeout=PING_TIMEOUT_SECONDS,
+            max_queue=self.limits.max_incoming_queue,
+            write_limit=self.limits.write_limit_bytes,
+            ping_interval=self.limits.ping_interval,
+            ping_timeout=self.limits.ping_timeout,
             close_timeout=self.limits.close_timeout,
             logger=websockets_logger(),
             # Our name only: no library or Python versions for a scanner.
