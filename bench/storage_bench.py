@@ -89,7 +89,8 @@ async def run(store: Storage, rooms: int, seconds: float, cpu_extra: Callable[[]
     await store.open()
     try:
         ids = [f"bench-{i}" for i in range(rooms)]
-        leases = leases_for(store)
+        leases = leases_for(store, node_id="bench", public_url="ws://b")
+        await leases.open()
         for room in ids:
             await store.create_room(
                 room, {"clock": 0}, "gm", hash_token(room), AdminRecord(room, "c", {}, {}, 0)
@@ -117,6 +118,7 @@ async def run(store: Storage, rooms: int, seconds: float, cpu_extra: Callable[[]
         own = time.process_time() - cpu0
         db = cpu_extra() - extra0
     finally:
+        await leases.close()
         await store.close()
     n = len(latencies)
     latencies.sort()
@@ -151,7 +153,7 @@ async def main() -> None:
                 runs.setdefault("SQLite FULL", []).append(result)
             for n in flushers:
                 await empty_tables(dsn)
-                store = PgStorage(dsn, node_id="bench", public_url="ws://b", group_flushers=n)
+                store = PgStorage(dsn, group_flushers=n)
                 result = await run(store, args.rooms, args.seconds, postgres_cpu)
                 label = f"PostgreSQL {n} flusher{'s' if n > 1 else ''}"
                 runs.setdefault(label, []).append(result)

@@ -194,7 +194,11 @@ def unknown_args_message(op: str, names: list[str]) -> str | None:
 
 
 def unknown_op_message(op: str) -> str:
-    near = _catalog().suggest(op)
+    """What to type instead of an unknown op: the nearest known ones (the
+    client's own help; the rules only check names)."""
+    import difflib
+
+    near = difflib.get_close_matches(op, _catalog().all_ops(), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
     return f"unknown op {op!r}{hint} (vtt-sync client ops lists them)"
 

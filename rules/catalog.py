@@ -15,7 +15,6 @@ kinds whose limits a test compares with the server's.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from typing import Any
@@ -869,8 +868,3 @@ def describe_arg(arg: Arg) -> tuple[str, str]:
     else:
         need = f"optional, default {json.dumps(arg.default)}"
     return need, accepts
-
-
-def suggest(op: str) -> list[str]:
-    """The known ops nearest to a mistyped one."""
-    return difflib.get_close_matches(op, all_ops(), n=3, cutoff=0.6)

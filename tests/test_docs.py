@@ -45,3 +45,25 @@ def test_markdown_links_lead_to_files_of_the_repository() -> None:
             if not path.exists() or REPO not in path.parents:
                 broken.append(f"{md.relative_to(REPO)}: {target}")
     assert broken == []
+
+
+NUMBERS = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", "twenty",
+]  # fmt: skip
+
+
+def test_the_architecture_counts_the_storage_methods_right() -> None:
+    """docs/architecture.md says how many methods a storage backend
+    implements: the `Storage` protocol's own count (a method added or
+    removed there changes the sentence too)."""
+    import ast
+
+    tree = ast.parse((REPO / "sync_server/storage/base.py").read_text(encoding="utf-8"))
+    (storage,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Storage"]
+    methods = [n for n in storage.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    text = (REPO / "docs/architecture.md").read_text(encoding="utf-8")
+    said = re.search(r"the `Storage` protocol \((\w+) methods", text)
+    assert said is not None, "docs/architecture.md no longer counts the Storage methods"
+    assert said.group(1) == NUMBERS[len(methods)], (said.group(1), [m.name for m in methods])

@@ -1,7 +1,8 @@
 """Who serves a room: leases with fencing, and the single-node case.
 
 In a cluster (several `vtt-sync serve` nodes on one PostgreSQL database,
-pg_store.py) each room is served by exactly one node at a time. A node
+pg_leases.py; or several workers on one SQLite file, sqlite_leases.py)
+each room is served by exactly one node at a time. A node
 *claims* a room before loading it; the claim is a lease in the database
 (owner, owner's public URL, `epoch`, `lease_until`), taken only when the
 room has no owner or its lease expired, and every claim bumps the epoch.
@@ -13,8 +14,8 @@ of a node do; time only decides *when* another node may take over.
 
 On one node with SQLite nobody else can write, so `SingleNodeLeases`
 answers "always mine" and the server runs the same code either way:
-`leases_for(storage)` gives the storage's own leases (a cluster backend
-implements `Leases`) or the single-node ones.
+`leases_for(storage, ...)` gives the leases of a cluster backend's database
+(PostgreSQL: `PgLeases`) or the single-node ones.
 
 Local deadlines: each `Claim` carries `deadline`, a `Clock.monotonic()`
 reading taken *before* the claim (or renewal) was sent plus the lease
@@ -30,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
@@ -83,6 +85,16 @@ class Leases(Protocol):
     public_url: str
     lease_seconds: float
 
+    async def open(self) -> None:
+        """Start (after the storage opened): register the node, if the
+        backend keeps a register."""
+        ...
+
+    async def close(self) -> None:
+        """Release what is still held and unregister (before the storage
+        closes)."""
+        ...
+
     async def claim(self, room: str) -> Claim | Owner | None:
         """Take the room if it has no owner, its lease expired, or this node
         owns it already (a claim always starts a new epoch: any earlier
@@ -131,6 +143,12 @@ class SingleNodeLeases:
         self.node_id = node_id
         self.public_url = public_url
 
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
     async def claim(self, room: str) -> Claim:
         return Claim(room, 0, math.inf)
 
@@ -166,11 +184,35 @@ def renewed(held: dict[str, Claim], claims: list[Claim], kept: set[str], until: 
             del held[c.room]
 
 
-def leases_for(storage: Any) -> Leases:
-    """The storage's own leases if it is a cluster backend, else
-    single-node ones: the server calls the same methods either way."""
+def leases_for(
+    storage: Any,
+    *,
+    node_id: str = "local",
+    public_url: str = "",
+    lease_seconds: float = LEASE_SECONDS,
+    clock: Clock | None = None,
+) -> Leases:
+    """The leases that fence `storage`'s commits: the storage itself if it
+    implements them, those attached to it already (`storage.leases`), new
+    ones on a cluster backend's database (PostgreSQL), else single-node
+    ones: the server calls the same methods either way."""
     if isinstance(storage, Leases):
         return storage
+    attached = getattr(storage, "leases", None)
+    if isinstance(attached, Leases):
+        return attached
+    # A PgStorage exists only if its module (and asyncpg) was imported.
+    postgres = sys.modules.get("sync_server.storage.postgres")
+    if postgres is not None and isinstance(storage, postgres.PgStorage):
+        from sync_server.cluster.pg_leases import PgLeases
+
+        return PgLeases(
+            storage,
+            node_id=node_id,
+            public_url=public_url,
+            lease_seconds=lease_seconds,
+            clock=clock,
+        )
     return SingleNodeLeases()
 
 

@@ -325,6 +325,62 @@ class Limits:
     close_timeout: float = CLOSE_TIMEOUT_SECONDS
     max_patch_bytes: int = MAX_PATCH_BYTES
     max_import_bytes: int = MAX_IMPORT_BYTES
+    import_idle_seconds: float = IMPORT_IDLE_SECONDS
+    max_recent_tokens: int = MAX_RECENT_TOKENS
+    ping_interval: float = PING_INTERVAL_SECONDS
+    ping_timeout: float = PING_TIMEOUT_SECONDS
+    write_limit_bytes: int = WRITE_LIMIT_BYTES
+    max_incoming_queue: int = MAX_INCOMING_QUEUE
 
 
 LIMIT_FIELDS = frozenset(f.name for f in attrs.fields(Limits))
+
+# The constants above that are no `Limits` field, and why: a server reads
+# each from here alone (one home), and tests/server/test_limits.py checks
+# that every constant is a field's default or listed here.
+FIXED = {
+    # The wire's and the file formats' own bounds (wire/bounds.py, the
+    # catalog): the same for every server, or clients could not count on them.
+    "MAX_FRAME_BYTES": "wire",
+    "MAX_CMD_ID_LENGTH": "wire",
+    "MAX_INT": "wire",
+    "MIN_INT": "wire",
+    "MAX_NESTING": "wire",
+    "MAX_TOKEN_LENGTH": "wire",
+    "ROOM_ID_PATTERN": "wire",
+    "MAX_ROOM_NAME": "wire",
+    "MAX_UPLOAD_ID": "wire",
+    "IMPORT_CHUNK_CHARS": "wire",
+    "MAX_IMPORT_PARTS": "wire",
+    "MAX_EVENT_KIND": "format",
+    "MAX_HTTP_BODY_BYTES": "wire",
+    "HISTORY_DEFAULT_LIMIT": "wire",  # documented in the API description
+    # The HTTP door's parser, before any server state is reached.
+    "HTTP_REQUEST_TIMEOUT_SECONDS": "http",
+    "MAX_REQUEST_LINE_BYTES": "http",
+    "MAX_HTTP_HEAD_BYTES": "http",
+    # Rates: configured as `Config.rate`, `gm_rate`, `hello_failure_rate`
+    # (settings: --rate ...); these are their defaults.
+    "PLAYER_RATE_PER_SECOND": "config",
+    "PLAYER_BURST": "config",
+    "GM_RATE_PER_SECOND": "config",
+    "FAILED_HELLOS_PER_SECOND": "config",
+    "FAILED_HELLO_BURST": "config",
+    # The supervisor of `serve --workers` (ops/workers.py), not a server.
+    "MAX_WORKERS": "process",
+    "WORKER_RESTART_SECONDS": "process",
+    "WORKER_RESTART_MAX_SECONDS": "process",
+    "WORKER_HEALTHY_SECONDS": "process",
+    "WORKER_START_SECONDS": "process",
+    "WORKERS_LISTEN_BACKLOG": "process",
+    "WORKER_ORPHAN_CHECK_SECONDS": "process",
+    # Costs, not bounds: how the work is cut, with no effect on what a
+    # client may do (memory trims, encoder slices, the size check's cutover).
+    "TRIM_AFTER_BYTES": "cost",
+    "TRIM_DELAY_SECONDS": "cost",
+    "PATCH_SIZE_CHECK_ITEMS": "cost",
+    "EXPORT_CHUNK_VERSIONS": "cost",
+    # Secrets' sizes: never lowered by a configuration.
+    "TOKEN_BYTES": "secret",
+    "MIN_ADMIN_TOKEN_LENGTH": "secret",
+}

@@ -37,7 +37,7 @@ import itertools
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 
@@ -56,7 +56,6 @@ log = logging.getLogger(__name__)
 
 NO_EXPECT = protocol.NO_EXPECT
 JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
-OWN_ID = "own-id"  # PatchView keys: the sender's own class (its patch carries its id)
 
 
 class JoinRefused(Exception):
@@ -78,6 +77,18 @@ class CommandIn:
     op: Any
     args: Any
     expect: Any = NO_EXPECT
+
+
+class ViewKey(NamedTuple):
+    """The group of viewers who get one frame of a patch (`PatchView.key`):
+    `seen`, the class of what they may see of it (None: all of it, the GM
+    and admin); `own`, whether it is their own command's (their frame keeps
+    its id); `afford`, their affordance class when the patch changes what
+    they may do (else None). Viewers with equal keys get equal frames."""
+
+    seen: Any
+    own: bool = False
+    afford: Any = None
 
 
 @attrs.define(eq=False)
@@ -111,19 +122,21 @@ class PatchView:
     def _own(self, viewer: rules.Viewer) -> bool:
         return viewer.user is not None and viewer.user == self.patch["by"]
 
-    def key(self, viewer: rules.Viewer) -> Any:
-        base: Any = None
-        if not viewer.sees_all:
-            seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
-            base = (OWN_ID, seen) if self._own(viewer) else seen
+    def key(self, viewer: rules.Viewer) -> ViewKey | None:
+        """None: the plain patch (a viewer who sees everything, with no
+        affordance of theirs changed)."""
         cls = afford_class(viewer)
-        return (base, cls) if cls in self.afford else base
+        afford = cls if cls in self.afford else None
+        if viewer.sees_all:
+            return None if afford is None else ViewKey(None, False, afford)
+        seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
+        return ViewKey(seen, self._own(viewer), afford)
 
     def exempt(self, key: Any) -> bool:
         """Viewers who see everything (the GM) get their own frame when the
         patch changes what they may do; the cap of views never holds them
         back to a snapshot."""
-        return isinstance(key, tuple) and len(key) == 2 and key[0] is None
+        return isinstance(key, ViewKey) and key.seen is None and key.afford is not None
 
     def render(self, viewer: rules.Viewer) -> dict[str, Any]:
         p = self.patch

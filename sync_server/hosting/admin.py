@@ -29,7 +29,7 @@ from rules.catalog import op_args
 from rules.errors import InvalidArgs
 from rules.validate import check_args
 from sync_server.core.auth import RecentTokens, hash_token, new_token
-from sync_server.core.limits import IMPORT_IDLE_SECONDS, Limits
+from sync_server.core.limits import Limits
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.rooms import Rooms
 from sync_server.ops.metrics import Metrics
@@ -58,8 +58,8 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def read_room_file(text: str) -> tuple[Any, dict[str, Any], bool]:
-    """`transfer.from_document(transfer.loads(text))`, for a worker thread.
+def read_room_file(text: str, now: float) -> tuple[Any, dict[str, Any], bool]:
+    """`transfer.from_document(transfer.loads(text), now)`, for a worker thread.
     The object hook is Python code, so the C parser returns to the
     interpreter at every object, and the interpreter hands the GIL back to
     the event loop every switch interval instead of once at the end of the
@@ -71,7 +71,7 @@ def read_room_file(text: str) -> tuple[Any, dict[str, Any], bool]:
         doc = None
     if not isinstance(doc, dict):
         doc = transfer.loads(text)  # raises BadRoomFile, saying why
-    return transfer.from_document(doc)
+    return transfer.from_document(doc, now)
 
 
 def admin_args_error(op: str, args: Any) -> tuple[str, str] | None:
@@ -208,7 +208,7 @@ class Admin:
         now = self.clock.monotonic()
         up = self._upload
         if up is not None and up.id != upload_id:
-            if now - up.active < IMPORT_IDLE_SECONDS:
+            if now - up.active < self.limits.import_idle_seconds:
                 return protocol.error(
                     "conflict", "another import is in progress; retry when it is done", cmd_id
                 )
@@ -254,7 +254,9 @@ class Admin:
     async def _import(self, cmd_id: str, up: _Upload) -> dict[str, Any]:
         # Parsed and checked on a worker thread: a 60k-version file held the
         # event loop, and every room with it, for about a second.
-        dump, state, with_hashes = await asyncio.to_thread(read_room_file, "".join(up.chunks))
+        dump, state, with_hashes = await asyncio.to_thread(
+            read_room_file, "".join(up.chunks), self.clock.time()
+        )
         if dump.room != up.room:
             return protocol.error(
                 "invalid_args", f"the file holds room {dump.room!r}, not {up.room!r}", cmd_id

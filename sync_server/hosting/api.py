@@ -41,6 +41,7 @@ import attrs
 import rules
 from rules.catalog import valid_room_id
 from rules.model import ROLES as ROOM_ROLES
+from rules.state import role_of
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.limits import (
@@ -431,7 +432,7 @@ class Api:
                     raise Moved(target)
                 if located is not None:
                     user = found[1]
-                    role = located.state["users"].get(user, {}).get("role")
+                    role = role_of(located.state, user)
                     if role in ROOM_ROLES:
                         return located, user, role
             log.info("HTTP request from %s refused: bad token or room", peer)

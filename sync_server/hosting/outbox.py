@@ -43,6 +43,7 @@ from sync_server.core.limits import (
     TRIM_DELAY_SECONDS,
 )
 from sync_server.hosting.bus import HELD, Message
+from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.ws_fastpath import raw_writer
 from sync_server.wire import protocol
 from sync_server.wire.codec import Codec
@@ -189,8 +190,10 @@ class Outbox:
         on_too_slow: Callable[[], None] | None = None,
         budget: OutboxBudget | None = None,
         room: str | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.ws = ws
+        self.clock = clock or SystemClock()
         self.budget = budget
         self.room = room  # the room it reads (None: an admin session), for the budget
         self.codec = codec
@@ -289,7 +292,7 @@ class Outbox:
         # goes out: a peer that never reads would hold us forever. Bound it,
         # then drop the connection (and what it still buffers).
         try:
-            async with asyncio.timeout(self.close_timeout):
+            async with self.clock.timeout(self.close_timeout):
                 await self.ws.close(code, reason)
         except TimeoutError:  # before OSError: TimeoutError is one
             transport = getattr(self.ws, "transport", None)

@@ -30,11 +30,12 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 import rules
+from rules.state import StateDict
 from rules.view import new_memo
 from sync_server.cluster.leases import Leases, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
@@ -131,8 +132,10 @@ class RoomHost:
     # What is stored, for callers outside the queue (sessions, demo, admin,
     # tests): never a version a failed commit could still take back.
     @property
-    def state(self) -> dict[str, Any]:
-        return self.core.committed[0]
+    def state(self) -> StateDict:
+        """The committed state's dict form, typed (rules/state.py): what
+        the modules outside the room read of it."""
+        return cast(StateDict, self.core.committed[0])
 
     @property
     def v(self) -> int:

@@ -27,17 +27,12 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
 import rules
+from rules.state import UserDict, role_of, user_of
 from sync_server import __version__
 from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
-from sync_server.core.limits import (
-    MAX_FRAME_BYTES,
-    MAX_INCOMING_QUEUE,
-    PING_INTERVAL_SECONDS,
-    PING_TIMEOUT_SECONDS,
-    WRITE_LIMIT_BYTES,
-)
+from sync_server.core.limits import MAX_FRAME_BYTES
 from sync_server.core.ratelimit import Buckets
 from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
@@ -49,7 +44,7 @@ from sync_server.hosting.config import Config
 from sync_server.hosting.http1 import door_factory
 from sync_server.hosting.outbox import OutboxBudget
 from sync_server.hosting.registry import Registry
-from sync_server.hosting.room_host import RoomServices
+from sync_server.hosting.room_host import RoomHost, RoomServices
 from sync_server.hosting.rooms import Rooms
 from sync_server.hosting.sessions import Session, SessionDeps
 from sync_server.hosting.tls import ServerTls, TlsError
@@ -90,6 +85,11 @@ def api_document(name: str) -> bytes | None:
     return apidoc.document_bytes(name)
 
 
+def _user(host: RoomHost | None, uid: str) -> UserDict | None:
+    """A loaded room's entry for a user (None: room not loaded, or no such user)."""
+    return None if host is None else user_of(host.state, uid)
+
+
 class Server:
     """One vtt-sync server."""
 
@@ -107,20 +107,32 @@ class Server:
         self.metrics = Metrics()
         self.bus = bus or LocalBus()
         self.registry = Registry()
-        self.tokens = RecentTokens(self.limits.token_retry_seconds, self.clock.monotonic)
+        self.tokens = RecentTokens(
+            self.limits.token_retry_seconds, self.clock.monotonic, self.limits.max_recent_tokens
+        )
         # What all clients may hold unsent together (outbox.py).
         self.outbox_budget = OutboxBudget(
             self.limits.outbox_total_max_bytes, self.limits.outbox_room_max_bytes
         )
+        # Stable across restarts on this host and port (a restarted node
+        # gets its rooms back at once); a free port (0) gets the pid.
+        self.node_id = config.node_id or f"{socket.gethostname()}:{config.port or os.getpid()}"
         self.storage: Storage = storage or self._default_storage()
         # Who serves which room: the database's leases in cluster mode, or
-        # "every room is mine" alone on SQLite (ownership.py).
-        self.leases: Leases = leases_for(self.storage)
+        # "every room is mine" alone on SQLite (cluster/leases.py). The URL
+        # needs the port bound: set at start when not configured.
+        self.leases: Leases = leases_for(
+            self.storage,
+            node_id=self.node_id,
+            public_url=config.public_url or "",
+            lease_seconds=config.lease_seconds,
+            clock=self.clock,
+        )
         if config.worker_leases and isinstance(self.storage, SqliteStorage):
             # A worker on a shared SQLite file: leases in that file.
             self.leases = SqliteLeases(
                 self.storage,
-                node_id=config.node_id or "pending",
+                node_id=self.node_id,
                 public_url=config.public_url or "",
                 lease_seconds=config.lease_seconds,
                 clock=self.clock,
@@ -184,15 +196,13 @@ class Server:
                 config.synchronous,
                 on_group=self.metrics.commit_group.observe,
                 snapshots_kept=self.limits.snapshots_kept,
+                clock=self.clock,
             )
         from sync_server.storage.postgres import PgStorage  # asyncpg only in cluster mode
 
         return PgStorage(
             config.database,
-            # The URL and the default id need the port bound: set at start.
-            node_id=config.node_id or "pending",
-            public_url=config.public_url or "",
-            lease_seconds=config.lease_seconds,
+            application_name=f"vtt-sync {self.node_id}",
             snapshots_kept=self.limits.snapshots_kept,
             on_group=self.metrics.commit_group.observe,
             clock=self.clock,
@@ -234,23 +244,18 @@ class Server:
             raise
         self.admin_token, self.admin_token_generated = token, generated
         self.admin_hash = hash_token(token)
-        if self.cluster and self.config.node_id is None:
-            # Stable across restarts on this host and port (a restarted node
-            # gets its rooms back at once); a free port (0) gets the pid.
-            port = self.config.port or os.getpid()
-            self.leases.node_id = f"{socket.gethostname()}:{port}"
         try:
             await self.storage.open()
         except BaseException:
             self._lock.release()
             raise
-        if isinstance(self.leases, SqliteLeases):
-            try:
+        try:
+            if self.leases is not self.storage:  # a storage may be its own leases
                 await self.leases.open()
-            except BaseException:
-                await self.storage.close()
-                self._lock.release()
-                raise
+        except BaseException:
+            await self.storage.close()
+            self._lock.release()
+            raise
         await self.rooms.start()
         self._deps = SessionDeps(
             limits=self.limits,
@@ -309,10 +314,10 @@ class Server:
             # deflate would cost memory and CPU per client and defeat that.
             compression=None,
             max_size=MAX_FRAME_BYTES,
-            max_queue=MAX_INCOMING_QUEUE,
-            write_limit=WRITE_LIMIT_BYTES,
-            ping_interval=PING_INTERVAL_SECONDS,
-            ping_timeout=PING_TIMEOUT_SECONDS,
+            max_queue=self.limits.max_incoming_queue,
+            write_limit=self.limits.write_limit_bytes,
+            ping_interval=self.limits.ping_interval,
+            ping_timeout=self.limits.ping_timeout,
             close_timeout=self.limits.close_timeout,
             logger=websockets_logger(),
             # Our name only: no library or Python versions for a scanner.
@@ -421,7 +426,7 @@ class Server:
         if self._shared_ws is not None:
             self._shared_ws.server.close()  # the other workers go on accepting
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(drain):
+            async with self.clock.timeout(drain):
                 await self.rooms.drain()
         await self.keeper.stop()
         code, reason = protocol.CLOSE_SHUTDOWN, "server shutting down"
@@ -436,7 +441,7 @@ class Server:
         if self.api is not None:
             await self.api.close(code, reason)
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(drain):
+            async with self.clock.timeout(drain):
                 await asyncio.gather(
                     *(s.outbox.flushed() for s in list(self.sessions) if s.outbox is not None),
                     return_exceptions=True,
@@ -446,7 +451,7 @@ class Server:
                 ws.close(code=code, reason=reason)
                 await ws.wait_closed()
         await self.rooms.stop()
-        if isinstance(self.leases, SqliteLeases):
+        if self.leases is not self.storage:
             await self.leases.close()
         await self.storage.close()
         self._lock.release()
@@ -493,13 +498,12 @@ class Server:
         out = []
         for summary in await self.storage.room_summaries():
             host = self.rooms.hosts.get(summary.room)
-            users = host.state.get("users", {}) if host is not None else {}
-            name = host.state.get("name") if host is not None else summary.name
+            name = host.state["name"] if host is not None else summary.name
             connected = [
                 {
                     "user": uid,
-                    "name": users.get(uid, {}).get("name"),
-                    "role": users.get(uid, {}).get("role"),
+                    "name": None if (u := _user(host, uid)) is None else u["name"],
+                    "role": None if u is None else u["role"],
                     "sessions": n,
                 }
                 for uid, n in sorted(self.registry.users(summary.room).items())
@@ -535,7 +539,7 @@ class Server:
         host = await self.rooms.get(room)
         if host is None:
             return protocol.error("not_found", f"no room {room!r}", cmd_id)
-        role = host.state["users"].get(user, {}).get("role", "observer")
+        role = role_of(host.state, user) or "observer"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
         def reply(frame: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 import rules
+from rules.state import role_of
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, same_hash
 from sync_server.core.limits import Limits
@@ -96,7 +97,7 @@ class HelloGate:
         if self.buckets is None:
             return True
         try:
-            async with asyncio.timeout(wait):
+            async with self.clock.timeout(wait):
                 while True:
                     now = self.clock.monotonic()
                     if self.buckets.get(peer, now).allow(now, 1.0):
@@ -292,7 +293,7 @@ class Session:
                 # A close was decided (4403, 4400, 1013...): let it finish,
                 # bounded by the close timeout.
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(2 * self.deps.limits.close_timeout):
+                    async with self.deps.clock.timeout(2 * self.deps.limits.close_timeout):
                         await self.outbox.flushed()
             await self.outbox.stop()
 
@@ -393,7 +394,7 @@ class Session:
 
     async def _read_hello(self, core: SessionCore, timeout: float) -> HelloAction:
         try:
-            async with asyncio.timeout(timeout):
+            async with self.deps.clock.timeout(timeout):
                 message = await self.ws.recv()
         except TimeoutError:
             return core.hello_timed_out()
@@ -408,7 +409,7 @@ class Session:
     ) -> HelloAction:
         """Submit the join to the room's queue and feed its answer back."""
         room, user = join.room, join.user
-        bucket = self._bucket(host.state["users"].get(user, {}).get("role"), room, user)
+        bucket = self._bucket(role_of(host.state, user), room, user)
         if bucket is not None and not bucket.allow(self.deps.clock.monotonic()):
             refusal = HelloRefused(
                 "rate_limited",
@@ -468,6 +469,7 @@ class Session:
             on_too_slow=self._too_slow,
             budget=self.deps.outbox_budget,
             room=room,
+            clock=self.deps.clock,
         )
 
     def _too_slow(self) -> None:

@@ -32,6 +32,7 @@ import attrs
 from sync_server.cluster.leases import LEASE_SECONDS
 from sync_server.core.limits import MAX_WORKERS, PLAYER_BURST, PLAYER_RATE_PER_SECOND
 from sync_server.core.ratelimit import RateSpec
+from sync_server.ops import kinds
 
 ENV_PREFIX = "VTT_SYNC_"
 CONFIG_ENV = "VTT_SYNC_CONFIG"
@@ -45,202 +46,6 @@ class SettingError(ValueError):
     """A setting's value cannot be used; the message names where it came from."""
 
 
-# --- kinds: text (flag, env) or a TOML value -> the setting's value ----------
-
-
-@attrs.frozen
-class Kind:
-    """How a setting's value is read. `text` parses a flag's or a variable's
-    text; `toml` accepts a TOML value (already typed: an int stays an int);
-    `show` prints a value back in the form `text` reads."""
-
-    name: str  # for messages: "an integer 0-65535"
-    text: Callable[[str], Any]
-    toml: Callable[[Any], Any]
-    show: Callable[[Any], str] = str
-    many: bool = False  # a list: a repeated flag, comma-separated in the environment
-
-
-def _integer(lo: int, hi: int) -> Kind:
-    what = f"an integer {lo}-{hi}"
-
-    def check(v: Any) -> int:
-        if type(v) is not int or not lo <= v <= hi:
-            raise ValueError(f"expected {what}, got {v!r}")
-        return v
-
-    def text(s: str) -> int:
-        try:
-            return check(int(s.strip()))
-        except ValueError:
-            raise ValueError(f"expected {what}, got {s!r}") from None
-
-    return Kind(what, text, check)
-
-
-def _number(lo: float, hi: float) -> Kind:
-    what = f"a number {lo:g}-{hi:g}"
-
-    def check(v: Any) -> float:
-        if type(v) not in (int, float) or not lo <= v <= hi:
-            raise ValueError(f"expected {what}, got {v!r}")
-        return float(v)
-
-    def text(s: str) -> float:
-        try:
-            return check(float(s.strip()))
-        except ValueError:
-            raise ValueError(f"expected {what}, got {s!r}") from None
-
-    return Kind(what, text, check, show=lambda v: f"{v:g}")
-
-
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
-
-
-def _bool_text(s: str) -> bool:
-    low = s.strip().lower()
-    if low in _TRUE:
-        return True
-    if low in _FALSE:
-        return False
-    raise ValueError(f"expected true or false, got {s!r}")
-
-
-def _bool_toml(v: Any) -> bool:
-    if type(v) is not bool:
-        raise ValueError(f"expected true or false, got {v!r}")
-    return v
-
-
-BOOL = Kind("true or false", _bool_text, _bool_toml, show=lambda v: "true" if v else "false")
-
-
-def _text_toml(v: Any) -> str:
-    if not isinstance(v, str):
-        raise ValueError(f"expected a string, got {v!r}")
-    return v
-
-
-def _nonempty(s: str) -> str:
-    if not s.strip():
-        raise ValueError("expected a non-empty string")
-    return s.strip()
-
-
-TEXT = Kind("a string", _nonempty, lambda v: _nonempty(_text_toml(v)))
-
-
-def _optional_path(s: str) -> Path | None:
-    return Path(s) if s.strip() else None
-
-
-PATH = Kind(
-    "a file path",
-    _optional_path,
-    lambda v: _optional_path(_text_toml(v)),
-    show=lambda v: "none" if v is None else str(v),
-)
-
-
-def _choice(*options: str, upper: bool = False) -> Kind:
-    what = "one of " + ", ".join(options)
-
-    def check(v: Any) -> str:
-        s = _text_toml(v).strip()
-        s = s.upper() if upper else s.lower()
-        if s not in options:
-            raise ValueError(f"expected {what}, got {v!r}")
-        return s
-
-    return Kind(what, check, check)
-
-
-def _rate_text(s: str) -> RateSpec | None:
-    return RateSpec.parse(s)
-
-
-def _rate_toml(v: Any) -> RateSpec | None:
-    if type(v) in (int, float):
-        v = str(v)
-    return RateSpec.parse(_text_toml(v))
-
-
-RATE = Kind(
-    "RATE[/BURST] per second, or none",
-    _rate_text,
-    _rate_toml,
-    show=lambda v: "none" if v is None else str(v),
-)
-
-
-def _origin(s: str) -> str:
-    s = s.strip().rstrip("/")
-    if s != "*" and "://" not in s:
-        raise ValueError(f"expected an origin like https://host[:port] (or *), got {s!r}")
-    return s
-
-
-def _address(s: str) -> str:
-    s = s.strip()
-    if not s:
-        raise ValueError("expected an IP address")
-    return s
-
-
-def _many(item: Callable[[str], str], what: str) -> Kind:
-    def text(s: str) -> tuple[str, ...]:
-        return tuple(item(part) for part in s.split(",") if part.strip())
-
-    def toml(v: Any) -> tuple[str, ...]:
-        if isinstance(v, str):
-            return text(v)
-        if not isinstance(v, list):
-            raise ValueError(f"expected a list of {what}, got {v!r}")
-        return tuple(item(_text_toml(x)) for x in v)
-
-    return Kind(
-        f"a list of {what}",
-        text,
-        toml,
-        show=lambda v: ", ".join(v) if v else "none",
-        many=True,
-    )
-
-
-def _show_dir(p: Path) -> str:
-    """./vtt-data, not vtt-data: a relative directory says it is relative."""
-    text = str(p)
-    return text if p.is_absolute() or text.startswith(".") else f"./{text}"
-
-
-def _dsn(s: str) -> str:
-    if not s.startswith(("postgresql://", "postgres://")):
-        raise ValueError("expected postgresql://USER@HOST:PORT/DATABASE")
-    return s
-
-
-def _show_dsn(dsn: str) -> str:
-    from sync_server.storage.postgres import describe_dsn  # asyncpg only when asked
-
-    return describe_dsn(dsn)
-
-
-def _ws_url(s: str) -> str:
-    """A ws:// or wss:// URL; the page's http(s):// address is taken too."""
-    if s.startswith("https://"):
-        s = "wss://" + s[len("https://") :]
-    elif s.startswith("http://"):
-        s = "ws://" + s[len("http://") :]
-    if not s.startswith(("ws://", "wss://")):
-        raise ValueError(f"expected a ws:// or wss:// URL (or the page's https://), got {s!r}")
-    return s
-
-
-ORIGINS = _many(_origin, "origins")
-ADDRESSES = _many(_address, "IP addresses")
-
-
 # --- the table --------------------------------------------------------------
 
 
@@ -251,7 +56,7 @@ class Setting:
     in `ps`). `config`: the `Config` field it fills, if the server reads it."""
 
     name: str
-    kind: Kind
+    kind: kinds.Kind
     default: Any
     help: str
     flag: str | None = None
@@ -278,43 +83,43 @@ class Setting:
         return self.kind.show(value)
 
 
-def _server(name: str, kind: Kind, default: Any, help: str, **kw: Any) -> Setting:
+def _server(name: str, kind: kinds.Kind, default: Any, help: str, **kw: Any) -> Setting:
     """A setting the server reads (it fills the `Config` field `name`)."""
     return Setting(name, kind, default, help, config=name, **kw)
 
 
 SETTINGS: tuple[Setting, ...] = (
-    _server("host", TEXT, "127.0.0.1", "address to bind; 0.0.0.0 or :: for every interface"),
-    _server("port", _integer(0, 65535), 8765, "port; 0 picks a free one"),
+    _server("host", kinds.TEXT, "127.0.0.1", "address to bind; 0.0.0.0 or :: for every interface"),
+    _server("port", kinds.integer(0, 65535), 8765, "port; 0 picks a free one"),
     _server(
         "data_dir",
-        Kind(
+        kinds.Kind(
             "a directory",
-            lambda s: Path(_nonempty(s)),
-            lambda v: Path(_nonempty(_text_toml(v))),
-            show=_show_dir,
+            lambda s: Path(kinds.nonempty(s)),
+            lambda v: Path(kinds.nonempty(kinds.text_toml(v))),
+            show=kinds.show_dir,
         ),
         Path("./vtt-data"),
         "where the database and the admin token live",
         metavar="DIR",
     ),
-    Setting("demo", BOOL, False, "create (once) and print a demo room"),
+    Setting("demo", kinds.BOOL, False, "create (once) and print a demo room"),
     _server(
         "rate",
-        RATE,
+        kinds.RATE,
         RateSpec(PLAYER_RATE_PER_SECOND, PLAYER_BURST),
         "player/observer command rate, RATE[/BURST] per second, or 'none'",
     ),
-    _server("gm_rate", RATE, None, "GM/admin command rate, RATE[/BURST]; none is unlimited"),
+    _server("gm_rate", kinds.RATE, None, "GM/admin command rate, RATE[/BURST]; none is unlimited"),
     _server(
         "synchronous",
-        _choice("FULL", "NORMAL", upper=True),
+        kinds.choice("FULL", "NORMAL", upper=True),
         "FULL",
         "SQLite durability: FULL survives power loss, NORMAL a process crash",
     ),
     _server(
         "affordances",
-        BOOL,
+        kinds.BOOL,
         True,
         "put in each viewer's view what they may do now (docs/protocol.md); false only to "
         "measure its cost (the server bench)",
@@ -322,7 +127,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "allowed_origins",
-        ORIGINS,
+        kinds.ORIGINS,
         (),
         "a web page origin (https://host[:port]) allowed to open a WebSocket and to load "
         "the JS module (CORS), besides the server's own page; repeat the flag, or separate "
@@ -333,15 +138,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "tls_cert",
-        PATH,
+        kinds.PATH,
         None,
         "TLS certificate chain (PEM): serve https:// and wss:// (reloaded on SIGHUP)",
         metavar="FILE",
     ),
-    _server("tls_key", PATH, None, "the TLS certificate's private key (PEM)", metavar="FILE"),
+    _server("tls_key", kinds.PATH, None, "the TLS certificate's private key (PEM)", metavar="FILE"),
     _server(
         "trusted_proxies",
-        ADDRESSES,
+        kinds.ADDRESSES,
         (),
         "addresses of reverse proxies whose X-Forwarded-For names the client "
         "(logs, failed-hello limits); repeat, or separate with commas",
@@ -351,7 +156,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "drain_seconds",
-        _number(0, 3600),
+        kinds.number(0, 3600),
         0.0,
         "on SIGTERM, seconds /healthz answers 503 while the server still serves, "
         "so a load balancer stops sending clients before it closes",
@@ -359,18 +164,20 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "log_summary_seconds",
-        _number(0, 86400),
+        kinds.number(0, 86400),
         60.0,
         "commands are logged at INFO as one summary line per room this often; 0: never",
         metavar="SECONDS",
     ),
     _server(
         "database",
-        Kind(
+        kinds.Kind(
             "a postgresql:// DSN",
-            lambda s: _dsn(_nonempty(s)),
-            lambda v: _dsn(_nonempty(_text_toml(v))),
-            show=lambda v: "none (SQLite in the data directory)" if v is None else _show_dsn(v),
+            lambda s: kinds.dsn(kinds.nonempty(s)),
+            lambda v: kinds.dsn(kinds.nonempty(kinds.text_toml(v))),
+            show=lambda v: (
+                "none (SQLite in the data directory)" if v is None else kinds.show_dsn(v)
+            ),
         ),
         None,
         "cluster mode: PostgreSQL holding every room (postgresql://USER@HOST:PORT/DB); "
@@ -379,10 +186,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "public_url",
-        Kind(
+        kinds.Kind(
             "a ws:// or wss:// URL",
-            lambda s: _ws_url(_nonempty(s)),
-            lambda v: _ws_url(_nonempty(_text_toml(v))),
+            lambda s: kinds.ws_url(kinds.nonempty(s)),
+            lambda v: kinds.ws_url(kinds.nonempty(kinds.text_toml(v))),
             show=lambda v: "none (the address bound)" if v is None else v,
         ),
         None,
@@ -393,10 +200,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "node_id",
-        Kind(
+        kinds.Kind(
             "a name",
-            _nonempty,
-            lambda v: _nonempty(_text_toml(v)),
+            kinds.nonempty,
+            lambda v: kinds.nonempty(kinds.text_toml(v)),
             show=lambda v: "none (HOST:PORT)" if v is None else v,
         ),
         None,
@@ -405,14 +212,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "lease_seconds",
-        _number(1, 3600),
+        kinds.number(1, 3600),
         LEASE_SECONDS,
         "cluster mode: a room's lease; a dead node's rooms move after at most this long",
         metavar="SECONDS",
     ),
     Setting(
         "workers",
-        _integer(1, MAX_WORKERS),
+        kinds.integer(1, MAX_WORKERS),
         1,
         "server processes on this machine, on the same data: one per core; each room is "
         "served by one of them, the others redirect its clients there (docs/cluster.md)",
@@ -420,19 +227,19 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "log_level",
-        _choice("DEBUG", "INFO", "WARNING", "ERROR", upper=True),
+        kinds.choice("DEBUG", "INFO", "WARNING", "ERROR", upper=True),
         "INFO",
         "logging level",
     ),
     Setting(
         "log_format",
-        _choice("text", "json"),
+        kinds.choice("text", "json"),
         "text",
         "text, or json: every line on stdout and stderr one JSON object (log shippers)",
     ),
     _server(
         "admin_token",
-        Kind("a token", _nonempty, lambda v: _nonempty(_text_toml(v))),
+        kinds.Kind("a token", kinds.nonempty, lambda v: kinds.nonempty(kinds.text_toml(v))),
         None,
         "the admin token (else the data directory's admin_token file, made at first start)",
         flag="",
@@ -448,7 +255,7 @@ BY_NAME = {s.name: s for s in SETTINGS}
 
 
 def _shown_default(s: Setting) -> str:
-    if s.kind is BOOL and s.default is False:
+    if s.kind is kinds.BOOL and s.default is False:
         return "off"
     return s.show(s.default)
 
@@ -471,7 +278,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         env = f"; env {s.env_name}" if s.env_name else ""
         help_text = f"{s.help} (default {_shown_default(s)}{env})"
         kw: dict[str, Any] = {"dest": s.name, "default": argparse.SUPPRESS, "help": help_text}
-        if s.kind is BOOL:
+        if s.kind is kinds.BOOL:
             parser.add_argument(flag, action="store_const", const=True, **kw)
             continue
         if s.metavar:

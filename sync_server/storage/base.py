@@ -394,10 +394,6 @@ class Storage(Protocol):
         durable."""
         ...
 
-    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
-        """Logged versions after `after` up to `upto`, in order."""
-        ...
-
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         """(room, user) owning a token hash, or None."""
         ...
@@ -426,6 +422,6 @@ class Storage(Protocol):
         as they did), its users' token hashes, and the admin record. If the
         room exists: `RoomExists` unless `replace`, which removes the old
         room (log, snapshots, token hashes) in the same transaction. A token
-        hash owned by a user of another room is refused (`StorageError`),
-        and nothing is stored."""
+        hash owned by a user of another room is refused (`TokenInUse`), and
+        nothing is stored."""
         ...

@@ -10,12 +10,12 @@ can never alias what is stored.
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 import attrs
 
 from sync_server.core.limits import SNAPSHOTS_KEPT
+from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -47,8 +47,9 @@ class MemoryStorage:
     """`Storage` in a dict. `fail_next` makes the next writes raise (tests
     of what the server does when the disk fails)."""
 
-    def __init__(self, snapshots_kept: int = SNAPSHOTS_KEPT) -> None:
+    def __init__(self, snapshots_kept: int = SNAPSHOTS_KEPT, clock: Clock | None = None) -> None:
         self.snapshots_kept = snapshots_kept
+        self.clock = clock or SystemClock()
         self._rooms: dict[str, _Room] = {}
         self._tokens: dict[bytes, tuple[str, str]] = {}
         self._admin: dict[str, AdminRecord] = {}
@@ -82,7 +83,7 @@ class MemoryStorage:
         self._write()
         if room in self._rooms or admin.cmd_id in self._admin:
             raise StorageError(f"room {room!r} or admin command {admin.cmd_id!r} exists")
-        self._rooms[room] = _Room(0, {0: copy.deepcopy(state)}, created=time.time())
+        self._rooms[room] = _Room(0, {0: copy.deepcopy(state)}, created=self.clock.time())
         self._tokens[gm_token_hash] = (room, gm_user)
         self._admin[admin.cmd_id] = copy.deepcopy(admin)
 
@@ -150,12 +151,6 @@ class MemoryStorage:
             r.snapshots[snapshot[0]] = copy.deepcopy(snapshot[1])
             for old in sorted(r.snapshots)[: -self.snapshots_kept]:
                 del r.snapshots[old]
-
-    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
-        r = self._rooms.get(room)
-        if r is None:
-            return []
-        return [_row(r.versions[v]) for v in sorted(r.versions) if after < v <= upto]
 
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         return self._tokens.get(token_hash)

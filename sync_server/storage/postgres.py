@@ -1,17 +1,14 @@
-"""PostgreSQL storage for a cluster of nodes, with leases and fencing.
+"""PostgreSQL storage for a cluster of nodes, its commits fenced.
 
-`PgStorage` implements `Storage` (storage.py) and `Leases` (ownership.py)
-on one PostgreSQL database shared by every node (asyncpg, one connection
-pool per node, no ORM). docs/cluster.md describes the schema and the
-design; the short of it:
+`PgStorage` implements `Storage` (base.py) on one PostgreSQL database
+shared by every node (asyncpg, one connection pool per node, no ORM); the
+leases of the same database are `cluster.pg_leases.PgLeases`, which fence
+this storage's commits (`PgStorage.leases`). docs/cluster.md describes the
+schema and the design; the short of it:
 
 - `rooms` holds each room's head version, its latest snapshot's version,
-  and its lease: owner node, owner's public URL, `epoch`, `lease_until`.
-  Lease times are the database's (`clock_timestamp()`), never a node's.
-- A claim is one UPDATE that takes the room only if it has no owner, its
-  lease expired, or this node owns it, and sets `epoch` from a sequence
-  (epochs only grow, and are never reused, even by a room deleted and
-  created again).
+  and its lease: owner node, owner's public URL, `epoch`, `lease_until`
+  (written by the leases; lease times are the database's).
 - Commits waiting together are written as ONE statement (group commit): a
   guarded UPDATE of the rooms' rows (head = expected, owner = this node,
   epoch = the claim's, lease unexpired) and, only for the rooms whose row
@@ -43,17 +40,15 @@ import asyncio
 import contextlib
 import functools
 import logging
-import math
-import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import asyncpg
 import msgpack
 
-from sync_server.cluster.leases import LEASE_SECONDS, RENEWALS_PER_LEASE, Claim, Owner, renewed
+from sync_server.cluster.leases import Claim
 from sync_server.core.limits import SNAPSHOTS_KEPT
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
@@ -90,11 +85,6 @@ POOL_MAX = 10
 # dead or hung database turns into `internal` answers, never into commands
 # that hang.
 OP_TIMEOUT = 5.0
-
-# Claim attempts when the owner found after a failed claim is gone (it
-# released the room between the two statements): the race is rare, so a
-# few tries end it.
-CLAIM_ATTEMPTS = 3
 
 # Key of the advisory lock that serializes schema migrations between
 # nodes starting together (any constant; "vtt-sync" in ASCII).
@@ -194,15 +184,6 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 # Tables holding data (for tests that empty a database between cases).
 DATA_TABLES = ("rooms", "users", "versions", "snapshots", "admin_log", "nodes")
-
-# How long a node starting under an id that another instance used lately
-# watches that instance's heartbeat before it concludes it is gone (it
-# crashed, or was restarted): the renewal interval (a live node beats once
-# per interval, with its lease renewals) and half of it again for a slow
-# round. A clean stop deletes its row, so a restart seldom waits.
-DUPLICATE_WATCH_INTERVALS = 1.5
-# How often the starting node reads that heartbeat while it watches.
-DUPLICATE_POLL_SECONDS = 0.1
 
 # Commits waiting are written together (group commit): one statement, one
 # transaction and one WAL flush for every room in the group, as SQLite's
@@ -309,7 +290,7 @@ def commit_sql(undo: bool, token_del: bool, token_set: bool, snapshot: bool) -> 
 class _Commit:
     """A commit waiting for its group."""
 
-    __slots__ = ("claim", "expected", "future", "records", "room", "snapshot")
+    __slots__ = ("claim", "expected", "future", "node", "records", "room", "snapshot")
 
     def __init__(
         self,
@@ -317,11 +298,12 @@ class _Commit:
         records: list[VersionRecord],
         snapshot: tuple[int, dict[str, Any]] | None,
         expected: int,
+        node: str,
         claim: Claim,
         future: asyncio.Future[None],
     ) -> None:
         self.room, self.records, self.snapshot = room, records, snapshot
-        self.expected, self.claim, self.future = expected, claim, future
+        self.expected, self.node, self.claim, self.future = expected, node, claim, future
 
 
 def _group_args(node: str, group: list[_Commit], kept: int) -> tuple[str, list[Any]]:
@@ -379,49 +361,6 @@ def _group_args(node: str, group: list[_Commit], kept: int) -> tuple[str, list[A
     return sql, args
 
 
-CLAIM_SQL = """
-UPDATE rooms SET owner = $2, owner_url = $3, epoch = nextval('room_epochs'),
-    lease_until = clock_timestamp() + make_interval(secs => $4::float8)
-WHERE room = $1 AND (owner IS NULL OR owner = $2 OR lease_until <= clock_timestamp())
-RETURNING epoch
-"""
-
-# Rooms sorted (see the group commit).
-RENEW_SQL = """
-UPDATE rooms r SET lease_until = clock_timestamp() + make_interval(secs => $2::float8)
-FROM unnest($3::text[], $4::bigint[]) AS h(room, epoch)
-WHERE r.room = h.room AND r.epoch = h.epoch AND r.owner = $1
-  AND r.lease_until > clock_timestamp()
-RETURNING r.room
-"""
-
-RELEASE_SQL = """
-UPDATE rooms r SET owner = NULL, owner_url = NULL, lease_until = NULL
-FROM unnest($2::text[], $3::bigint[]) AS h(room, epoch)
-WHERE r.room = h.room AND r.epoch = h.epoch AND r.owner = $1
-"""
-
-NODE_SQL = """
-SELECT instance, url, seen, extract(epoch FROM clock_timestamp() - seen) AS age
-FROM nodes WHERE node_id = $1
-"""
-
-# Register (or take over) this node id for this process; a heartbeat.
-NODE_UPSERT_SQL = """
-INSERT INTO nodes (node_id, instance, url, seen) VALUES ($1, $2, $3, clock_timestamp())
-ON CONFLICT (node_id) DO UPDATE SET instance = $2, url = $3, seen = clock_timestamp()
-"""
-
-# (the URL too: a node on port 0 learns its own once listening, after open)
-NODE_BEAT_SQL = """
-UPDATE nodes SET seen = clock_timestamp(), url = $3 WHERE node_id = $1 AND instance = $2
-"""
-
-OWNER_SQL = """
-SELECT owner, owner_url, epoch, head, lease_until > clock_timestamp() AS live
-FROM rooms WHERE room = $1
-"""
-
 OWNERS_SQL = """
 SELECT room, owner, epoch, head, lease_until > clock_timestamp() AS live
 FROM rooms WHERE room = ANY($1::text[])
@@ -466,18 +405,29 @@ def describe_dsn(dsn: str) -> str:
         return "postgresql (unparsable DSN)"
 
 
+class CommitFence(Protocol):
+    """What fences this storage's commits: the node's leases on the same
+    database (cluster/pg_leases.py). A commit is written only under the
+    claim it names, and a claim the database refused is forgotten."""
+
+    node_id: str
+
+    def claim_of(self, room: str) -> Claim | None: ...
+
+    def forget(self, room: str, claim: Claim | None = None) -> None: ...
+
+
 class PgStorage:
-    """`Storage` and `Leases` on PostgreSQL, for the node `node_id`
-    reachable by clients at `public_url`. `on_group(n)` is told the size
-    of each group committed (for metrics)."""
+    """`Storage` on PostgreSQL. `application_name` names this node's
+    connections in the database's views; `on_group(n)` is told the size of
+    each group committed (for metrics). Commits need `leases` (attached by
+    `PgLeases`): without them every commit is `Fenced`."""
 
     def __init__(
         self,
         dsn: str,
         *,
-        node_id: str,
-        public_url: str,
-        lease_seconds: float = LEASE_SECONDS,
+        application_name: str = "vtt-sync",
         pool_min: int = POOL_MIN,
         pool_max: int = POOL_MAX,
         op_timeout: float = OP_TIMEOUT,
@@ -486,17 +436,11 @@ class PgStorage:
         on_group: Callable[[int], None] | None = None,
         clock: Clock | None = None,
     ) -> None:
-        if not node_id:
-            raise ValueError("node_id must not be empty")
-        if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
-            raise ValueError("lease_seconds must be a positive number")
         if snapshots_kept < 1:
             raise ValueError("snapshots_kept must be at least 1")
         self.dsn = dsn
         self.where = describe_dsn(dsn)
-        self.node_id = node_id
-        self.public_url = public_url
-        self.lease_seconds = float(lease_seconds)
+        self.application_name = application_name
         self.pool_min = pool_min
         self.pool_max = pool_max
         self.op_timeout = op_timeout
@@ -504,20 +448,18 @@ class PgStorage:
         self.clock = clock or SystemClock()
         self.group_flushers = group_flushers
         self._pool: asyncpg.Pool | None = None
-        self._held: dict[str, Claim] = {}
+        self.leases: CommitFence | None = None
         self._waiting: deque[_Commit] = deque()
         self._flushers = 0
         self._flush_tasks: set[asyncio.Task[None]] = set()
         self._writing: set[str] = set()  # rooms of the groups in flight
         self._on_group = on_group
-        # This process, among those that ever ran under `node_id` (nodes).
-        self.instance = secrets.token_hex(8)
 
     # --- lifecycle --------------------------------------------------------
 
     async def open(self) -> None:
         try:
-            async with asyncio.timeout(self.op_timeout * 2):
+            async with self.clock.timeout(self.op_timeout * 2):
                 self._pool = await asyncpg.create_pool(
                     self.dsn,
                     min_size=self.pool_min,
@@ -525,7 +467,7 @@ class PgStorage:
                     timeout=self.op_timeout,  # connecting
                     command_timeout=self.op_timeout,
                     reset=_keep_session,
-                    server_settings={"application_name": f"vtt-sync {self.node_id}"[:63]},
+                    server_settings={"application_name": self.application_name[:63]},
                 )
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise StorageError(
@@ -533,54 +475,9 @@ class PgStorage:
             ) from exc
         try:
             await self._migrate()
-            await self._register()
         except BaseException:
             await self._terminate()
             raise
-
-    async def _register(self) -> None:
-        """Take `node_id` for this process, unless another live process
-        holds it: two nodes under one id would each take the other's rooms
-        (a claim by the same id always succeeds), for ever. An instance
-        seen lately is watched for one renewal round: if its heartbeat
-        moves it is alive, and this node refuses to start naming it; if it
-        does not (it crashed, or is this node's own previous run), the id
-        is taken over."""
-        interval = self.lease_seconds / RENEWALS_PER_LEASE
-        async with self._conn() as conn:
-            row = await conn.fetchrow(NODE_SQL, self.node_id)
-        if row is not None and row["instance"] != self.instance:
-            watch = interval * DUPLICATE_WATCH_INTERVALS - float(row["age"])
-            loop = asyncio.get_running_loop()  # real seconds, whatever self.clock is
-            deadline = loop.time() + watch
-            while watch > 0 and loop.time() < deadline:
-                await asyncio.sleep(DUPLICATE_POLL_SECONDS)
-                async with self._conn() as conn:
-                    now = await conn.fetchrow(NODE_SQL, self.node_id)
-                if now is None:
-                    break  # it stopped cleanly meanwhile
-                if now["instance"] != row["instance"] or now["seen"] != row["seen"]:
-                    raise StorageError(
-                        f"node id {self.node_id!r} is in use by another running node "
-                        f"(at {now['url'] or 'no public URL'}, instance {now['instance']}): "
-                        "give each node its own --node-id (the default, hostname:port, "
-                        "collides on cloned machines)"
-                    )
-        async with self._conn() as conn:
-            await conn.execute(NODE_UPSERT_SQL, self.node_id, self.instance, self.public_url)
-
-    async def _beat(self, conn: asyncpg.Connection) -> None:
-        """This node's heartbeat (with each renewal round). A row taken
-        over by another process of the same id means this one is the
-        duplicate now (it was paused past the watch): said loudly; its
-        claims are fenced by the newer epochs anyway."""
-        done = await conn.execute(NODE_BEAT_SQL, self.node_id, self.instance, self.public_url)
-        if done.endswith(" 0"):
-            log.error(
-                "node id %r was taken over by another process: this one is a duplicate; "
-                "stop it, or give it its own --node-id",
-                self.node_id,
-            )
 
     async def _migrate(self) -> None:
         """Create the schema, or bring an older one up to date, in one
@@ -606,30 +503,22 @@ class PgStorage:
                 await conn.execute("INSERT INTO schema_version VALUES ($1)", SCHEMA_VERSION)
                 log.info("database %s: schema %d -> %d", self.where, found, SCHEMA_VERSION)
 
+    async def flushed(self) -> None:
+        """Wait (a bounded time) for the commits being written."""
+        if self._flush_tasks:
+            with contextlib.suppress(TimeoutError):
+                async with self.clock.timeout(self.op_timeout * 2):
+                    await asyncio.wait(set(self._flush_tasks))
+
     async def close(self) -> None:
-        """Release the leases still held (best effort: the server stopped
-        its rooms first), then close the pool."""
+        """Close the pool once the commits being written finish (the
+        leases were closed first: they release over this pool)."""
         if self._pool is None:
             return
-        if self._flush_tasks:  # commits being written finish first
-            await asyncio.wait(set(self._flush_tasks), timeout=self.op_timeout * 2)
-        if self._held:
-            try:
-                await self.release(list(self._held))
-            except StorageError as exc:
-                log.warning("releasing leases at close failed (they will expire): %s", exc)
-        try:  # a clean stop: the id is free for the next start at once
-            async with self._conn() as conn:
-                await conn.execute(
-                    "DELETE FROM nodes WHERE node_id = $1 AND instance = $2",
-                    self.node_id,
-                    self.instance,
-                )
-        except StorageError as exc:
-            log.warning("unregistering node %r at close failed: %s", self.node_id, exc)
+        await self.flushed()
         pool, self._pool = self._pool, None
         try:
-            async with asyncio.timeout(self.op_timeout):
+            async with self.clock.timeout(self.op_timeout):
                 await pool.close()
         except TimeoutError:
             pool.terminate()
@@ -639,6 +528,11 @@ class PgStorage:
         if pool is not None:
             pool.terminate()
 
+    def connection(self) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]:
+        """A pooled connection, as for a storage call (bounded, failures
+        are `StorageError`): the leases talk to the database through it."""
+        return self._conn()
+
     @contextlib.asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection for one storage call, bounded by op_timeout;
@@ -646,7 +540,7 @@ class PgStorage:
         if self._pool is None:
             raise StorageError("storage is closed")
         try:
-            async with asyncio.timeout(self.op_timeout), self._pool.acquire() as conn:
+            async with self.clock.timeout(self.op_timeout), self._pool.acquire() as conn:
                 yield conn
         except StorageError:
             raise
@@ -657,83 +551,11 @@ class PgStorage:
                 f"PostgreSQL at {self.where} failed: {type(exc).__name__}: {exc}"
             ) from exc
 
-    # --- leases -----------------------------------------------------------
-
-    async def claim(self, room: str) -> Claim | Owner | None:
-        for _ in range(CLAIM_ATTEMPTS):
-            sent = self.clock.monotonic()
-            async with self._conn() as conn:
-                epoch = await conn.fetchval(
-                    CLAIM_SQL, room, self.node_id, self.public_url, self.lease_seconds
-                )
-                if epoch is not None:
-                    claim = Claim(room, epoch, sent + self.lease_seconds)
-                    self._held[room] = claim
-                    return claim
-                row = await conn.fetchrow(OWNER_SQL, room)
-            self._forget(room)
-            if row is None:
-                return None
-            if row["owner"] is not None and row["live"]:
-                return Owner(room, row["owner"], row["owner_url"])
-            # Released or expired between the two statements: try again.
-        return Owner(room, None, None)
-
-    async def renew(self, rooms: Iterable[str]) -> set[str]:
-        claims = sorted(
-            (c for c in (self._held.get(r) for r in set(rooms)) if c is not None),
-            key=lambda c: c.room,
-        )
-        sent = self.clock.monotonic()
-        async with self._conn() as conn:
-            await self._beat(conn)
-            if not claims:
-                return set()
-            rows = await conn.fetch(
-                RENEW_SQL,
-                self.node_id,
-                self.lease_seconds,
-                [c.room for c in claims],
-                [c.epoch for c in claims],
-            )
-        kept = {row["room"] for row in rows}
-        renewed(self._held, claims, kept, sent + self.lease_seconds)
-        return kept
-
-    async def release(self, rooms: Iterable[str]) -> None:
-        claims = [c for c in (self._held.pop(r, None) for r in rooms) if c is not None]
-        if not claims:
-            return
-        async with self._conn() as conn:
-            await conn.execute(
-                RELEASE_SQL, self.node_id, [c.room for c in claims], [c.epoch for c in claims]
-            )
-
-    async def owner(self, room: str) -> Owner | None:
-        async with self._conn() as conn:
-            row = await conn.fetchrow(OWNER_SQL, room)
-        if row is None:
-            return None
-        if row["owner"] is None or not row["live"]:
-            return Owner(room, None, None)
-        return Owner(room, row["owner"], row["owner_url"])
-
-    def claim_of(self, room: str) -> Claim | None:
-        return self._held.get(room)
-
-    def held(self) -> dict[str, Claim]:
-        return dict(self._held)
-
-    def expired(self, now: float) -> set[str]:
-        gone = {room for room, c in self._held.items() if c.deadline <= now}
-        for room in gone:
-            del self._held[room]
-        return gone
-
     def _forget(self, room: str, claim: Claim | None = None) -> None:
-        """Drop the local claim (only `claim`, if given: a newer one stays)."""
-        if claim is None or self._held.get(room) is claim:
-            self._held.pop(room, None)
+        """Tell the leases a claim is gone (refused, or the room deleted or
+        replaced); only `claim`, if given: a newer one stays."""
+        if self.leases is not None:
+            self.leases.forget(room, claim)
 
     # --- storage ----------------------------------------------------------
 
@@ -848,11 +670,14 @@ class PgStorage:
         once its group is durable."""
         if self._pool is None:
             raise StorageError("storage is closed")
-        claim = self._held.get(room)
+        if self.leases is None:
+            raise Fenced(f"room {room!r}: no leases fence this storage's commits")
+        node = self.leases.node_id
+        claim = self.leases.claim_of(room)
         if claim is None:
-            raise Fenced(f"room {room!r} is not held by node {self.node_id!r}: claim it first")
+            raise Fenced(f"room {room!r} is not held by node {node!r}: claim it first")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Commit(room, records, snapshot, expected, claim, future))
+        self._waiting.append(_Commit(room, records, snapshot, expected, node, claim, future))
         if self._flushers < self.group_flushers:
             self._flushers += 1
             task = asyncio.get_running_loop().create_task(self._flush_waiting())
@@ -889,7 +714,7 @@ class PgStorage:
     async def _write_group(self, group: list[_Commit]) -> None:
         """One statement for the group; every commit's future is settled."""
         try:
-            sql, args = _group_args(self.node_id, group, self.snapshots_kept)
+            sql, args = _group_args(group[0].node, group, self.snapshots_kept)
             async with self._conn() as conn:
                 try:
                     stored = set(await conn.fetchval(sql, *args))
@@ -932,27 +757,16 @@ class PgStorage:
         if row is None:
             self._forget(c.room, c.claim)
             return RoomDeleted(f"room {c.room!r} was deleted")
-        if row["owner"] != self.node_id or row["epoch"] != c.claim.epoch or not row["live"]:
+        if row["owner"] != c.node or row["epoch"] != c.claim.epoch or not row["live"]:
             self._forget(c.room, c.claim)
             who = row["owner"] if row["live"] else None
             return Fenced(
-                f"room {c.room!r}: node {self.node_id!r} lost its claim (epoch "
+                f"room {c.room!r}: node {c.node!r} lost its claim (epoch "
                 f"{c.claim.epoch}; now epoch {row['epoch']}, owner {who!r})"
             )
         return VersionConflict(
             f"room {c.room!r} is no longer at version {c.expected} (head {row['head']})"
         )
-
-    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
-        async with self._conn() as conn:
-            rows = await conn.fetch(
-                "SELECT v, cmd_id, user_id, ops, events, views FROM versions "
-                "WHERE room = $1 AND v > $2 AND v <= $3 ORDER BY v",
-                room,
-                after,
-                upto,
-            )
-        return [_patch_row(r) for r in rows]
 
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         async with self._conn() as conn:

@@ -34,6 +34,7 @@ from typing import Any
 import msgpack
 
 from sync_server.core.limits import SNAPSHOTS_KEPT
+from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -326,8 +327,13 @@ class SqliteStorage:
         on_group: Callable[[int], None] | None = None,
         snapshots_kept: int = SNAPSHOTS_KEPT,
         group_window: float = GROUP_WINDOW_SECONDS,
+        clock: Clock | None = None,
     ) -> None:
         self.path = Path(data_dir) / DB_FILE
+        # Command timestamps come with the records; the room's creation
+        # time is read here. (The group-commit windows are the storage
+        # thread's own real time.)
+        self.clock = clock or SystemClock()
         self.synchronous = synchronous
         self.snapshots_kept = snapshots_kept
         self._on_group = on_group
@@ -584,9 +590,11 @@ class SqliteStorage:
         gm_token_hash: bytes,
         admin: AdminRecord,
     ) -> None:
+        created = self.clock.time()
+
         def w(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT INTO rooms (room, created, head) VALUES (?, ?, 0)", (room, time.time())
+                "INSERT INTO rooms (room, created, head) VALUES (?, ?, 0)", (room, created)
             )
             conn.execute(
                 "INSERT INTO snapshots (room, v, state) VALUES (?, 0, ?)", (room, _pack(state))
@@ -703,17 +711,6 @@ class SqliteStorage:
                 )
 
         await self._submit(w, write=True)
-
-    async def patches(self, room: str, after: int, upto: int) -> list[PatchRow]:
-        def q(conn: sqlite3.Connection) -> list[PatchRow]:
-            rows = conn.execute(
-                "SELECT v, cmd_id, user, rec FROM versions "
-                "WHERE room = ? AND v > ? AND v <= ? ORDER BY v",
-                (room, after, upto),
-            ).fetchall()
-            return [_patch_row(*r) for r in rows]
-
-        return await self._submit(q, write=False)
 
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         def q(conn: sqlite3.Connection) -> tuple[str, str] | None:

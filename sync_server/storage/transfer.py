@@ -51,7 +51,6 @@ import datetime
 import json
 import math
 import re
-import time
 from typing import Any
 
 import attrs
@@ -61,6 +60,7 @@ from rules import schema
 from rules.patch import apply_ops
 from sync_server import __version__
 from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_EVENT_KIND, ROOM_ID_PATTERN
+from sync_server.hosting.clock import SystemClock
 from sync_server.storage import (
     PatchRow,
     RoomDump,
@@ -169,9 +169,13 @@ def loads(text: str) -> dict[str, Any]:
     return doc
 
 
-def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
+def from_document(
+    doc: dict[str, Any], now: float | None = None
+) -> tuple[RoomDump, dict[str, Any], bool]:
     """(the room to store, its state at head, whether the file held token
-    hashes). Raises BadRoomFile with the first problem found."""
+    hashes). Raises BadRoomFile with the first problem found. `now` is the
+    creation time of a room whose file has none (the caller's clock port;
+    the system clock's if None)."""
     _need(doc.get("format") == FORMAT, f"not a room file (format must be {FORMAT!r})")
     # Read as Any: each value is checked by `_need` before it is used.
     version: Any = doc.get("format_version")
@@ -188,7 +192,7 @@ def from_document(doc: dict[str, Any]) -> tuple[RoomDump, dict[str, Any], bool]:
     )
     head: Any = doc.get("head")
     _need(_is_int(head) and head >= 0, "head must be an integer >= 0")
-    created = doc.get("created", time.time())
+    created = doc.get("created", SystemClock().time() if now is None else now)
     _need(_is_number(created), "created must be a number (seconds since 1970)")
     snapshot: Any = doc.get("snapshot")
     _need(isinstance(snapshot, dict), "snapshot must be an object")

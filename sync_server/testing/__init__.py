@@ -8,8 +8,12 @@ to test against a real server.
             (`start_subprocess_server`)
 
   contracts the storage contract (`check_storage`): every check a
-            `Storage` backend must pass, for third-party backends too
+            `Storage` backend must pass; the lease contract
+            (`check_leases`, on a `LeaseWorld` of nodes sharing a
+            database): every check a cluster `Leases` backend must pass;
+            for third-party backends too
 
 The rules engine's own helpers (a scripted-dice table, sample sheets) are in
-`rules.testing`; the fake clock is `sync_server.hosting.clock.FakeClock`.
+`rules.testing`; the fake clock is `sync_server.hosting.clock.FakeClock` (with trio's
+autojump: `FakeClock(autojump_threshold=0)`).
 """

@@ -14,6 +14,7 @@ import pytest
 
 import rules
 from sync_server.storage import replay
+from sync_server.testing.contracts import stored_patches
 from sync_server.testing.server import without_affordances
 from tests.helpers.server import WAIT, create_table, running_server
 
@@ -96,7 +97,7 @@ async def test_a_failure_at_any_step_of_a_batch_loses_nothing(tmp_path, monkeypa
             assert len(refused) == 1  # only that command's evaluation failed
 
         assert await stored(srv) == (host.v, host.state)  # memory equals storage
-        rows = await srv.storage.patches("r1", 0, host.v)
+        rows = await stored_patches(srv.storage, "r1", 0, host.v)
         assert [r.v for r in rows] == list(range(1, host.v + 1))  # contiguous
         stored_ids = [r.cmd_id for r in rows]
         for ack in acked:  # every acknowledged command is stored, once

@@ -17,6 +17,7 @@ import msgpack
 import pytest
 
 from client_stub import Client
+from sync_server.cluster.pg_leases import PgLeases
 from sync_server.storage import StorageError, replay
 from sync_server.storage.postgres import PgStorage
 from sync_server.testing.server import without_affordances
@@ -40,7 +41,7 @@ def node(tmp_path: Path, name: str, dsn: str, **kw: Any) -> Any:
 async def stored_log(dsn: str, room: str = "r1") -> tuple[int, list[Any], dict[str, Any]]:
     """What the database holds of a room: head, every version's (v, user,
     cmd_id), and the state replayed from it."""
-    return await read_log(PgStorage(dsn, node_id="reader", public_url=""), room)
+    return await read_log(PgStorage(dsn), room)
 
 
 async def read_log(store: Any, room: str) -> tuple[int, list[Any], dict[str, Any]]:
@@ -322,8 +323,9 @@ async def test_a_second_node_under_a_live_nodes_id_refuses_to_start_naming_it(
     ) as again:
         assert again.leases.node_id == "a"
     # a crashed node: its row stays, its heartbeat does not move
-    store = PgStorage(pg_db, node_id="b", public_url="ws://b.test")
+    store = PgStorage(pg_db)
     await store.open()
+    await PgLeases(store, node_id="b", public_url="ws://b.test").open()
     await store._terminate()  # no clean close: the row remains
     async with node(tmp_path, "b", pg_db) as b:
         assert b.leases.node_id == "b"

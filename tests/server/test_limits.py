@@ -128,3 +128,45 @@ async def test_a_slow_reader_is_closed_1013_without_delaying_others(tmp_path) ->
         assert back.state == gm.state
         for c in (gm, p1, back):
             await c.close()
+
+
+def test_every_limit_has_one_home_a_limits_field_or_a_stated_fixed_kind() -> None:
+    """Each constant of sync_server/core/limits.py is either the default of
+    a `Limits` field (a server reads it from its `Limits`) or listed in
+    `FIXED` with the reason it is the same for every server; none both."""
+    import ast
+    from pathlib import Path
+
+    from sync_server.core import limits
+
+    tree = ast.parse(Path(limits.__file__).read_text(encoding="utf-8"))
+    derived = {"FIXED", "LIMIT_FIELDS"}
+    constants = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id.isupper() and target.id not in derived
+    } | {  # re-exported from the wire and the catalog (`X as X`)
+        alias.asname
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname is not None and alias.asname == alias.name
+    }
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Limits"]
+    defaults = {
+        n.value.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.value, ast.Name)
+    }
+    assert not defaults & set(limits.FIXED), defaults & set(limits.FIXED)
+    assert constants - defaults - set(limits.FIXED) == set()
+    assert set(limits.FIXED) <= constants  # nothing listed that is gone
+
+
+async def test_the_server_reads_its_recent_tokens_bound_from_its_limits(tmp_path) -> None:
+    from sync_server.core.limits import Limits
+
+    async with running_server(tmp_path, limits=Limits(max_recent_tokens=3)) as srv:
+        assert srv.tokens.max_items == 3

@@ -20,11 +20,11 @@ from sync_server.storage import (
 )
 from sync_server.storage.postgres import PgStorage
 from sync_server.testing.contracts import load, record
-from tests.server.test_pg_leases import create, expire, heads, node, sql
+from tests.server.test_pg_leases import PgNode, create, expire, heads, node, sql
 
 
 @contextlib.asynccontextmanager
-async def grouping(dsn: str, **kw) -> AsyncIterator[tuple[PgStorage, list[int]]]:
+async def grouping(dsn: str, **kw) -> AsyncIterator[tuple[PgNode, list[int]]]:
     groups: list[int] = []
     async with node(dsn, "a", on_group=groups.append, **kw) as store:
         yield store, groups
@@ -157,7 +157,7 @@ async def test_a_group_of_every_kind_of_change_lands_per_room(pg_db: str) -> Non
 
 
 async def test_a_closed_store_refuses_commits(pg_db: str) -> None:
-    store = PgStorage(pg_db, node_id="a", public_url="ws://a")
+    store = PgStorage(pg_db)
     with pytest.raises(StorageError, match="closed"):
         await store.commit("r1", [record(1)], None, 0)
     assert issubclass(RoomDeleted, Fenced) and issubclass(Fenced, VersionConflict)

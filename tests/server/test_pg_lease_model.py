@@ -15,11 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sync_server.cluster.leases import Claim, Owner
+from sync_server.cluster.pg_leases import PgLeases
 from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, Fenced
 from sync_server.storage.postgres import PgStorage
 from sync_server.testing.contracts import record
 from sync_server.testing.postgres import empty_tables
+from tests.server.test_pg_leases import PgNode
 
 NODES = ("a", "b")
 ROOM = "r1"
@@ -50,12 +52,14 @@ class Model:
 async def scenario(dsn: str, steps: list[tuple[str, str | None]]) -> None:
     await empty_tables(dsn)
     async with contextlib.AsyncExitStack() as stack:
-        nodes: dict[str, PgStorage] = {}
+        nodes: dict[str, PgNode] = {}
         for name in NODES:
-            store = PgStorage(dsn, node_id=name, public_url=f"ws://{name}", pool_min=1, pool_max=1)
+            store = PgStorage(dsn, pool_min=1, pool_max=1)
+            leases = PgLeases(store, node_id=name, public_url=f"ws://{name}")
             await store.open()
             stack.push_async_callback(store._terminate)  # no release at the end
-            nodes[name] = store
+            await leases.open()
+            nodes[name] = PgNode(store, leases)
         await nodes["a"].create_room(
             ROOM, {"clock": 0}, "u1", hash_token("t"), AdminRecord("mk", "c", {}, {}, 0)
         )

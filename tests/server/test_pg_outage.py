@@ -23,6 +23,7 @@ import asyncpg
 import attrs
 
 from sync_server.cluster.leases import Claim
+from sync_server.cluster.pg_leases import PgLeases
 from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, StorageError, VersionConflict
 from sync_server.storage.postgres import PgStorage
@@ -89,22 +90,17 @@ async def until(predicate, what: str) -> None:
 
 @contextlib.asynccontextmanager
 async def loaded(cluster: LocalCluster):
-    store = PgStorage(
-        cluster.dsn,
-        node_id="a",
-        public_url="ws://a",
-        lease_seconds=120,  # the leases outlive the outage: only storage is tested here
-        op_timeout=OP_TIMEOUT,
-        pool_min=1,
-        pool_max=ROOMS,
-    )
+    store = PgStorage(cluster.dsn, op_timeout=OP_TIMEOUT, pool_min=1, pool_max=ROOMS)
+    # The leases outlive the outage: only storage is tested here.
+    leases = PgLeases(store, node_id="a", public_url="ws://a", lease_seconds=120)
     await store.open()
+    await leases.open()
     rooms = [f"r{i}" for i in range(ROOMS)]
     for room in rooms:
         await store.create_room(
             room, {"clock": 0}, "u1", hash_token(room), AdminRecord(room, "c", {}, {}, 0)
         )
-        assert isinstance(await store.claim(room), Claim)
+        assert isinstance(await leases.claim(room), Claim)
     load = Load(store)
     tasks = [asyncio.get_running_loop().create_task(load.writer(room)) for room in rooms]
     try:
@@ -113,6 +109,7 @@ async def loaded(cluster: LocalCluster):
         load.stop.set()
         async with asyncio.timeout(WAIT):
             await asyncio.gather(*tasks)
+        await leases.close()
         await store.close()
     await check_stored(cluster.dsn, load)
 

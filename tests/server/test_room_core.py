@@ -290,3 +290,24 @@ def test_an_undo_goes_alone_and_reads_the_log() -> None:
     assert core.batch_size(["undo", "heal"], 128) == 1
     assert core.batch_size(["heal"] * 10, 4) == 4
     assert core.begin([command(_gm, "undo")]).reads_log
+
+
+def test_patch_view_keys_name_their_parts_and_only_the_gms_affordances_are_exempt() -> None:
+    """PatchView groups viewers by a `ViewKey` (what they see, whether the
+    patch is their own, their affordance class if it changed): the cap of
+    views exempts the GM's own frame by that class, not by a key's shape."""
+    from rules.view import CLASS_PUBLIC
+    from sync_server.core.room import PatchView, ViewKey
+
+    patch = {"by": "u2", "id": "c1", "ops": [], "events": []}
+    gm, admin = rules.Viewer("u1", "gm"), rules.Viewer(None, "admin")
+    author, other = rules.Viewer("u2", "player"), rules.Viewer("u3", "player")
+    plain = PatchView(patch, None)
+    assert plain.key(gm) is None and plain.key(admin) is None  # the plain patch
+    assert plain.key(author) == ViewKey(CLASS_PUBLIC, own=True)
+    assert plain.key(other) == ViewKey(CLASS_PUBLIC)
+    afford = PatchView(patch, None, {"gm": [["set", ["x"], 1]], ("player", "u3"): []})
+    assert afford.key(gm) == ViewKey(None, afford="gm") and afford.exempt(afford.key(gm))
+    assert afford.key(other) == ViewKey(CLASS_PUBLIC, afford=("player", "u3"))
+    assert not afford.exempt(afford.key(other)) and not afford.exempt(afford.key(author))
+    assert not afford.exempt((None, "gm"))  # a bare tuple is no key

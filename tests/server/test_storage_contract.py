@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sync_server.cluster.pg_leases import PgLeases
 from sync_server.storage import (
     Storage,
 )
@@ -31,7 +32,9 @@ async def _memory(tmp: Path, request: pytest.FixtureRequest) -> Storage:
 async def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Storage:
     dsn = request.getfixturevalue("pg_dsn")  # fails loudly when PostgreSQL is absent
     await empty_tables(dsn)
-    return PgStorage(dsn, node_id="contract", public_url="ws://contract", snapshots_kept=2)
+    store = PgStorage(dsn, snapshots_kept=2)
+    PgLeases(store, node_id="contract", public_url="ws://contract")  # fences its commits
+    return store
 
 
 BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], Awaitable[Storage]]] = {

@@ -157,7 +157,7 @@ async def test_a_postgresql_schema_of_0_2_0_opens(tmp_path) -> None:
             lite.close()
         finally:
             await conn.close()
-        storage = PgStorage(dsn, node_id="upgrade", public_url="ws://127.0.0.1:1")
+        storage = PgStorage(dsn)
         await storage.open()
         try:
             stored = await storage.load_room(expected["room"], 500, 100)
