@@ -57,6 +57,11 @@ HELLO_TIMEOUT_SECONDS = 10.0
 PING_INTERVAL_SECONDS = 20.0
 PING_TIMEOUT_SECONDS = 20.0
 
+# A connection must finish its WebSocket opening handshake within this
+# long (websockets' default, said once for both transports): a socket that
+# never sends its upgrade request holds no slot for long.
+HANDSHAKE_TIMEOUT_SECONDS = 10.0
+
 # A closing handshake that the peer does not complete in this time is cut
 # (a slow or vanished client must not hold the server's shutdown).
 CLOSE_TIMEOUT_SECONDS = 5.0

@@ -210,12 +210,14 @@ class Outbox:
         self._text = not codec.binary  # JSON: text frames (of UTF-8 bytes)
         # A transport that frames shared bytes itself (picows_transport.py)
         # writes them with one call; else websockets' fast path, if allowed.
-        native = getattr(ws, "write_message", None)
-        if native is not None:
-            text = self._text
-            self._raw: Callable[[bytes], bool] | None = lambda data: native(data, text)
-        else:
-            self._raw = raw_writer(ws, self._text) if fast else None
+        native = getattr(ws, "message_writer", None)
+        self._raw: Callable[[bytes], bool] | None = (
+            native(self._text)
+            if native is not None
+            else raw_writer(ws, self._text)
+            if fast
+            else None
+        )
         transport = getattr(ws, "transport", None)
         self._buffered: Callable[[], int] = (
             transport.get_write_buffer_size if transport is not None else (lambda: 0)

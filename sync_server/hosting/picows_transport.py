@@ -9,7 +9,7 @@ change: a `PicowsConnection` offers the part of websockets'
 `ServerConnection` a `Session` and its `Outbox` use (`subprotocol`,
 `recv`, async iteration, `send`, `close`, `transport`, `request`,
 `remote_address`), and writes the bus's shared bytes with one call
-(`write_message`, which the outbox prefers to websockets' fast path).
+(`message_writer`, which the outbox prefers to websockets' fast path).
 
 The same limits hold: a message's size (`MAX_FRAME_BYTES`, fragments
 included: 1009), the queue of unread messages (`MAX_INCOMING_QUEUE`: past
@@ -43,6 +43,7 @@ from websockets.frames import Close
 from websockets.http11 import Request, Response
 
 from sync_server.core.limits import (
+    HANDSHAKE_TIMEOUT_SECONDS,
     MAX_FRAME_BYTES,
     MAX_INCOMING_QUEUE,
     PING_INTERVAL_SECONDS,
@@ -58,12 +59,13 @@ except ImportError:  # pragma: no cover - without the extra
 
 log = logging.getLogger(__name__)
 
-# How long a client has to send its opening handshake (websockets' default).
-HANDSHAKE_TIMEOUT_SECONDS = 10.0
 NOT_SERVED = (
     b"not served by this server's transport (picows): the HTTP API, /admin/ over HTTP, "
     b"OPTIONS and HEAD need --transport websockets\n"
 )
+# Our name only, as with websockets (server.SERVER_HEADER): no library or
+# Python versions for a scanner.
+SERVER_HEADER = ("Server", "vtt-sync")
 # Close codes (RFC 6455).
 NORMAL, INVALID_DATA, TOO_BIG, ABNORMAL = 1000, 1007, 1009, 1006
 
@@ -98,6 +100,7 @@ class PicowsConnection:
         self.close_timeout = close_timeout
         self._tasks = tasks
         self._t: Any = None  # picows.WSTransport, once connected
+        self.open = False  # connected, no close frame sent or received
         self.transport: Any = None  # the asyncio transport under it
         self.remote_address: Any = None
         self._queue: deque[bytes | str | _Closed] = deque()
@@ -133,6 +136,7 @@ class PicowsConnection:
 
     def _connected(self, t: Any) -> None:
         self._t = t
+        self.open = True
         self.transport = t.underlying_transport
         self.remote_address = self.transport.get_extra_info("peername")
         task = asyncio.get_running_loop().create_task(self._run())
@@ -152,6 +156,7 @@ class PicowsConnection:
         kind = frame.msg_type
         T = picows.WSMsgType
         if kind == T.CLOSE:
+            self.open = False
             text = frame.get_close_message() or b""
             self.close_rcvd = Close(int(frame.get_close_code()), text.decode("utf-8", "replace"))
             if self.close_sent is None:
@@ -189,6 +194,7 @@ class PicowsConnection:
             self.transport.pause_reading()
 
     def _disconnected(self) -> None:
+        self.open = False
         self._queue.append(_END)
         self._ready.set()
         if not self.disconnected.done():
@@ -200,6 +206,7 @@ class PicowsConnection:
 
     def _send_close(self, code: int, reason: str) -> None:
         assert picows is not None
+        self.open = False
         if self.close_sent is None and not self._t.is_disconnected:
             self.close_sent = Close(code, reason)
             self._t.send_close(picows.WSCloseCode(code), reason.encode())
@@ -234,23 +241,25 @@ class PicowsConnection:
         except ConnectionClosedOK:
             raise StopAsyncIteration from None
 
-    def write_message(self, data: bytes, text: bool) -> bool:
-        """Write one message's bytes (shared with other clients) as a frame;
-        False once the connection is closing."""
+    def message_writer(self, text: bool) -> Callable[[bytes], bool]:
+        """A writer of one message's bytes (shared with other clients) as a
+        text or binary frame, for the outbox; it returns False (nothing
+        written) once the connection is closing."""
         assert picows is not None
-        if self.close_sent is not None or self.close_rcvd is not None or self._t is None:
-            return False
-        if self._t.is_disconnected:
-            return False
-        self._t.send(picows.WSMsgType.TEXT if text else picows.WSMsgType.BINARY, data)
-        return True
+        opcode = picows.WSMsgType.TEXT if text else picows.WSMsgType.BINARY
+
+        def write(data: bytes) -> bool:
+            if not self.open:
+                return False
+            self._t.send(opcode, data)
+            return True
+
+        return write
 
     async def send(self, message: bytes | str) -> None:
-        if isinstance(message, str):
-            ok = self.write_message(message.encode(), True)
-        else:
-            ok = self.write_message(message, False)
-        if not ok:
+        text = isinstance(message, str)
+        data = message.encode() if isinstance(message, str) else message
+        if not self.message_writer(text)(data):
             raise self._closed_error()
 
     async def close(self, code: int = NORMAL, reason: str = "") -> None:
@@ -333,7 +342,9 @@ class PicowsServer:
             conn = PicowsConnection(
                 request, chosen, self._serve(handler), close_timeout, self._tasks
             )
-            extra = {} if chosen is None else {"Sec-WebSocket-Protocol": chosen}
+            extra = [SERVER_HEADER]
+            if chosen is not None:
+                extra.append(("Sec-WebSocket-Protocol", chosen))
             return picows.WSUpgradeResponseWithListener(
                 picows.WSUpgradeResponse.create_101_response(extra), conn.listener()
             )
@@ -383,6 +394,7 @@ def _response(answer: Response) -> Any:
     closes the connection after it)."""
     assert picows is not None
     headers = [(k, v) for k, v in answer.headers.raw_items() if k.lower() != "content-length"]
+    headers.append(SERVER_HEADER)
     made = picows.WSUpgradeResponse.create_ok_response(bytes(answer.body), headers)
     made.status = http.HTTPStatus(answer.status_code)
     return picows.WSUpgradeResponseWithListener(made, None)
@@ -391,5 +403,5 @@ def _response(answer: Response) -> Any:
 def _not_served() -> Any:
     """501 for what only the websockets transport serves."""
     assert picows is not None
-    made = picows.WSUpgradeResponse.create_error_response(501, NOT_SERVED)
+    made = picows.WSUpgradeResponse.create_error_response(501, NOT_SERVED, [SERVER_HEADER])
     return picows.WSUpgradeResponseWithListener(made, None)

@@ -33,7 +33,7 @@ from sync_server import __version__
 from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
-from sync_server.core.limits import MAX_FRAME_BYTES
+from sync_server.core.limits import HANDSHAKE_TIMEOUT_SECONDS, MAX_FRAME_BYTES
 from sync_server.core.ratelimit import Buckets
 from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 # logger it gets (logs.websockets_logger) never produces DEBUG, whatever the
 # logging setup, and turns its per-request INFO lines into DEBUG ones.
 
-SERVER_HEADER = "vtt-sync"
+SERVER_HEADER = "vtt-sync"  # picows_transport.py says the same
 
 
 # Addresses that friends on other machines cannot use in a link.
@@ -319,6 +319,7 @@ class Server:
             write_limit=self.limits.write_limit_bytes,
             ping_interval=self.limits.ping_interval,
             ping_timeout=self.limits.ping_timeout,
+            open_timeout=HANDSHAKE_TIMEOUT_SECONDS,
             close_timeout=self.limits.close_timeout,
             logger=websockets_logger(),
             # Our name only: no library or Python versions for a scanner.

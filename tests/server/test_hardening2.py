@@ -322,6 +322,7 @@ async def test_the_wal_shrinks_after_a_large_transaction(tmp_path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@both_transports
 async def test_the_server_header_names_no_versions(vtt_server) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", vtt_server.port)
     writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
