@@ -19,7 +19,16 @@ from sync_server.core.limits import MAX_FRAME_BYTES
 from sync_server.hosting import picows_transport
 from sync_server.hosting.config import Config
 from sync_server.ops import cli, settings
-from tests.helpers.server import WAIT, on_both_transports, open_ws, running_server
+from sync_server.wire import frames
+from sync_server.wire.codec import CODECS
+from tests.helpers.server import (
+    PROTOS,
+    WAIT,
+    create_table,
+    on_both_transports,
+    open_ws,
+    running_server,
+)
 
 pytestmark = on_both_transports
 
@@ -85,3 +94,28 @@ def test_transport_is_a_setting(transport: str) -> None:
     )
     assert resolved["transport"] == transport
     assert Config(**settings.config_fields(resolved)).transport == transport
+
+
+async def test_a_fragmented_hello_is_one_message_and_bad_utf8_text_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A message in fragments under the bound is read whole (JSON and
+    MessagePack); a text frame that is not UTF-8 closes with 1007."""
+    async with running_server(tmp_path / "data") as srv:
+        t = await create_table(srv.url)
+        for proto in ("json", "msgpack"):
+            ws = await open_ws(srv.url, proto)
+            hello = frames.Handshake(t.tokens["p1"], t.room, None).hello()
+            data = CODECS[PROTOS[proto]].encode(hello)
+            cut = len(data) // 2
+            await ws.send(iter([data[:cut], data[cut:]]))  # two frames, one message
+            async with asyncio.timeout(WAIT):
+                welcome = CODECS[PROTOS[proto]].decode(await ws.recv())
+            assert welcome["t"] == "welcome" and welcome["user"] == t.users["p1"], welcome
+            await ws.close()
+        ws = await open_ws(srv.url, "json")
+        await ws.send(b"\xff\xfe{}", text=True)
+        with pytest.raises(ConnectionClosed):
+            async with asyncio.timeout(WAIT):
+                await ws.recv()
+        assert ws.close_code == 1007, ws.close_code
