@@ -334,6 +334,7 @@ class Limits:
     max_recent_tokens: int = MAX_RECENT_TOKENS
     ping_interval: float = PING_INTERVAL_SECONDS
     ping_timeout: float = PING_TIMEOUT_SECONDS
+    handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS
     write_limit_bytes: int = WRITE_LIMIT_BYTES
     max_incoming_queue: int = MAX_INCOMING_QUEUE
 

@@ -11,12 +11,13 @@ change: a `PicowsConnection` offers the part of websockets'
 `remote_address`), and writes the bus's shared bytes with one call
 (`message_writer`, which the outbox prefers to websockets' fast path).
 
-The same limits hold: a message's size (`MAX_FRAME_BYTES`, fragments
-included: 1009), the queue of unread messages (`MAX_INCOMING_QUEUE`: past
-it the socket is not read), the outbox's byte bounds (the transport's
-write buffer, as with websockets), pings (`PING_INTERVAL_SECONDS` of
-silence, then `PING_TIMEOUT_SECONDS` for the pong), the close timeout, the
-opening handshake's timeout, the Origin check, TLS (an `ssl` context).
+The same limits hold, read from the server's `Limits`: a message's size
+(`MAX_FRAME_BYTES`, fragments included: 1009), the queue of unread
+messages (`max_incoming_queue`: past it the socket is not read), the
+outbox's byte bounds (the transport's write buffer, as with websockets),
+pings (`ping_interval` of silence, then `ping_timeout` for the pong), the
+close timeout, the opening handshake's timeout, the Origin check, TLS (an
+`ssl` context).
 
 What it does not serve, because picows answers plain HTTP only from a
 synchronous hook and only for GET requests without a body: the HTTP API
@@ -42,13 +43,7 @@ from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
 from websockets.frames import Close
 from websockets.http11 import Request, Response
 
-from sync_server.core.limits import (
-    HANDSHAKE_TIMEOUT_SECONDS,
-    MAX_FRAME_BYTES,
-    MAX_INCOMING_QUEUE,
-    PING_INTERVAL_SECONDS,
-    PING_TIMEOUT_SECONDS,
-)
+from sync_server.core.limits import MAX_FRAME_BYTES, Limits
 from sync_server.wire.codec import select_subprotocol
 
 picows: Any
@@ -91,13 +86,14 @@ class PicowsConnection:
         request: Request,
         subprotocol: str | None,
         handler: Callable[[Any], Awaitable[None]],
-        close_timeout: float,
+        limits: Limits,
         tasks: set[asyncio.Task[None]],
     ) -> None:
         self.request = request
         self.subprotocol = subprotocol
         self._handler = handler
-        self.close_timeout = close_timeout
+        self.close_timeout = limits.close_timeout
+        self.max_queue = limits.max_incoming_queue
         self._tasks = tasks
         self._t: Any = None  # picows.WSTransport, once connected
         self.open = False  # connected, no close frame sent or received
@@ -189,7 +185,7 @@ class PicowsConnection:
             message = data
         self._queue.append(message)
         self._ready.set()
-        if len(self._queue) >= MAX_INCOMING_QUEUE and not self._paused:
+        if len(self._queue) >= self.max_queue and not self._paused:
             self._paused = True  # the reader is behind: stop reading the socket
             self.transport.pause_reading()
 
@@ -227,7 +223,7 @@ class PicowsConnection:
         if isinstance(item, _Closed):
             raise self._closed_error()
         self._queue.popleft()
-        if self._paused and len(self._queue) < MAX_INCOMING_QUEUE // 2:
+        if self._paused and len(self._queue) < self.max_queue // 2:
             self._paused = False
             self.transport.resume_reading()
         return item
@@ -310,7 +306,7 @@ class PicowsServer:
         port: int | None,
         *,
         process_request: Callable[[Any, Request], Any],
-        close_timeout: float,
+        limits: Limits,
         ssl: Any = None,
         sock: Any = None,
     ) -> PicowsServer:
@@ -339,9 +335,7 @@ class PicowsServer:
                 for p in value.split(",")
             ]
             chosen = select_subprotocol(None, offered)
-            conn = PicowsConnection(
-                request, chosen, self._serve(handler), close_timeout, self._tasks
-            )
+            conn = PicowsConnection(request, chosen, self._serve(handler), limits, self._tasks)
             extra = [SERVER_HEADER]
             if chosen is not None:
                 extra.append(("Sec-WebSocket-Protocol", chosen))
@@ -355,10 +349,10 @@ class PicowsServer:
             None if sock is not None else port,
             sock=sock,
             ssl=ssl,
-            websocket_handshake_timeout=HANDSHAKE_TIMEOUT_SECONDS,
+            websocket_handshake_timeout=limits.handshake_timeout,
             enable_auto_ping=True,
-            auto_ping_idle_timeout=PING_INTERVAL_SECONDS,
-            auto_ping_reply_timeout=PING_TIMEOUT_SECONDS,
+            auto_ping_idle_timeout=limits.ping_interval,
+            auto_ping_reply_timeout=limits.ping_timeout,
             enable_auto_pong=True,
             max_frame_size=MAX_FRAME_BYTES,
             logger_name="vtt_sync",

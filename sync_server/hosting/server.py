@@ -33,7 +33,7 @@ from sync_server import __version__
 from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
-from sync_server.core.limits import HANDSHAKE_TIMEOUT_SECONDS, MAX_FRAME_BYTES
+from sync_server.core.limits import MAX_FRAME_BYTES
 from sync_server.core.ratelimit import Buckets
 from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
@@ -319,7 +319,7 @@ class Server:
             write_limit=self.limits.write_limit_bytes,
             ping_interval=self.limits.ping_interval,
             ping_timeout=self.limits.ping_timeout,
-            open_timeout=HANDSHAKE_TIMEOUT_SECONDS,
+            open_timeout=self.limits.handshake_timeout,
             close_timeout=self.limits.close_timeout,
             logger=websockets_logger(),
             # Our name only: no library or Python versions for a scanner.
@@ -362,7 +362,7 @@ class Server:
             PicowsServer.start,
             self._handle,
             process_request=routes.process_request,
-            close_timeout=self.limits.close_timeout,
+            limits=self.limits,
             ssl=None if self.tls is None else self.tls.context,
         )
         self._ws = cast(Any, await start(self.config.host, self.config.port))

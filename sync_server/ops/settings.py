@@ -119,7 +119,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _server(
         "transport",
-        _choice("websockets", "picows"),
+        kinds.choice("websockets", "picows"),
         "websockets",
         "the WebSocket library: websockets serves every route; picows (pip install "
         "'vtt-sync[fast]', with uvloop) is faster but serves WebSocket and the GET routes "
