@@ -359,6 +359,8 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
         else:
             args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
             args += ["--synchronous", ns.synchronous]
+            if kind == "fast":  # this tree on the fast transport (the [fast] extra)
+                args += ["--transport", "picows"]
         proc, url = start(args, r"listening on (ws://\S+)", env, log, cwd=tree)
         profiler = None
         try:
@@ -460,6 +462,12 @@ def main() -> None:
     ap.add_argument(
         "--characters", type=int, default=5, help="characters per room (>= 5: bystanders added)"
     )
+    ap.add_argument(
+        "--fast",
+        action="store_true",
+        help="also run this tree with --transport picows (pip install 'vtt-sync[fast]'), "
+        "as `fast`, and print its ratios",
+    )
     ns = ap.parse_args()
     ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
     ns.seconds, ns.runs = min(ns.seconds, 60.0), min(ns.runs, 20)
@@ -470,6 +478,8 @@ def main() -> None:
         ns.trees[name or ("today" if i == 0 else f"base{i}")] = os.path.abspath(path)
     if ns.base:
         kinds = [*ns.trees, "vtt-sync"] if ns.only else ["relay", *ns.trees, "vtt-sync"]
+    if ns.fast:
+        kinds.append("fast")
     if ns.views:
         kinds.append("secrets")
     if ns.affordances:
@@ -488,31 +498,40 @@ def main() -> None:
     )
     if ns.base:
         today = next(iter(ns.trees))
-        print(f"{'':20}" + "".join(f"{k:>12}" for k in kinds) + f"{'new/' + today:>11}")
+        mine = [k for k in ("vtt-sync", "fast") if k in med]
+        print(
+            f"{'':20}"
+            + "".join(f"{k:>12}" for k in kinds)
+            + "".join(f"{k + '/' + today:>15}" for k in mine)
+        )
         for field, (label, _) in ROWS.items():
-            a, b = med[today][field], med["vtt-sync"][field]
-            ratio = f"{b / a:10.2f}x" if a else f"{'-':>11}"
-            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds) + ratio)
+            a = med[today][field]
+            ratios = "".join(f"{med[k][field] / a:14.2f}x" if a else f"{'-':>15}" for k in mine)
+            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds) + ratios)
         if ns.runs > 1:  # the spread: the ratio round by round (interleaved pairs)
-            pairs = [
-                f"{n['cpu_us_per_cmd'] / t['cpu_us_per_cmd']:.2f}"
-                for t, n in zip(results[today], results["vtt-sync"], strict=True)
-            ]
-            print(f"CPU/cmd new/{today} per round: {' '.join(pairs)}")
-        return
-    if len(kinds) == 1:
+            for k in mine:
+                pairs = [
+                    f"{n['cpu_us_per_cmd'] / t['cpu_us_per_cmd']:.2f}"
+                    for t, n in zip(results[today], results[k], strict=True)
+                ]
+                print(f"CPU/cmd {k}/{today} per round: {' '.join(pairs)}")
+    elif "relay" in med and "vtt-sync" in med:
+        print(f"{'':20}{'relay':>12}{'vtt-sync':>12}{'ratio':>10}   target")
+        for field, (label, target) in ROWS.items():
+            a, b = med["relay"][field], med["vtt-sync"][field]
+            ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
+            print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
+    else:  # one side only (--only): its columns, no ratio to the relay
+        print(f"{'':20}" + "".join(f"{k:>12}" for k in kinds))
         for field, (label, _) in ROWS.items():
-            print(f"{label:20}{med[kinds[0]][field]:12.2f}")
-        return
-    print(f"{'':20}{'relay':>12}{'vtt-sync':>12}{'ratio':>10}   target")
-    for field, (label, target) in ROWS.items():
-        a, b = med["relay"][field], med["vtt-sync"][field]
-        ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
-        print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
-    if ns.affordances:
+            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds))
+    if ns.fast and "vtt-sync" in med and not ns.base:
+        title = "the fast transport (picows, uvloop), to the same load on websockets:"
+        compare(med, title, ("websockets", "vtt-sync"), ("picows", "fast"))
+    if ns.affordances and "vtt-sync" in med:
         title = "what each viewer may do (affordances) kept current, to the same load without:"
         compare(med, title, ("without", "no-affordances"), ("with", "vtt-sync"))
-    if ns.views:
+    if ns.views and "vtt-sync" in med:  # (--only relay has no vtt-sync to compare with)
         title = "with one `status` NPC per room (views), to the same load without secrets:"
         compare(med, title, ("no secrets", "vtt-sync"), ("secrets", "secrets"))
 

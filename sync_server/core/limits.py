@@ -57,6 +57,11 @@ HELLO_TIMEOUT_SECONDS = 10.0
 PING_INTERVAL_SECONDS = 20.0
 PING_TIMEOUT_SECONDS = 20.0
 
+# A connection must finish its WebSocket opening handshake within this
+# long (websockets' default, said once for both transports): a socket that
+# never sends its upgrade request holds no slot for long.
+HANDSHAKE_TIMEOUT_SECONDS = 10.0
+
 # A closing handshake that the peer does not complete in this time is cut
 # (a slow or vanished client must not hold the server's shutdown).
 CLOSE_TIMEOUT_SECONDS = 5.0
@@ -329,6 +334,7 @@ class Limits:
     max_recent_tokens: int = MAX_RECENT_TOKENS
     ping_interval: float = PING_INTERVAL_SECONDS
     ping_timeout: float = PING_TIMEOUT_SECONDS
+    handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS
     write_limit_bytes: int = WRITE_LIMIT_BYTES
     max_incoming_queue: int = MAX_INCOMING_QUEUE
 

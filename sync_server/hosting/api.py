@@ -51,7 +51,7 @@ from sync_server.core.limits import (
 )
 from sync_server.core.ratelimit import TokenBucket, reply_cost
 from sync_server.core.room import CommandIn, JoinRefused, RoomCore
-from sync_server.hosting.bus import HELD, Message
+from sync_server.hosting.bus import Message
 from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
 from sync_server.hosting.room_host import RoomHost
 from sync_server.hosting.sessions import SessionDeps, request_bucket
@@ -223,17 +223,12 @@ class EventStream:
             return self._write(sse("snapshot", json_line(snapshot), frame["v"]))
         return self._write(sse(frame["t"], json_line(frame), frame.get("v")))
 
-    def deliver(self, message: Message) -> None:
+    def deliver(self, data: bytes, v: int | None = None) -> None:
         """A patch from the bus, as this stream's viewer sees it (past a
-        patch's cap of views: a snapshot of its view comes instead, as for
-        a WebSocket session)."""
-        if self.closing or self.stale:
-            return
-        key = message.admit(self)
-        if key is HELD:
-            return
-        data = message.data(self.codec, key, self.viewer)
-        self._write(sse("patch", data, message.frame["v"]))
+        patch's cap of views, the bus holds it back: a snapshot of its view
+        comes instead, as for a WebSocket session)."""
+        if not (self.closing or self.stale):
+            self._write(sse("patch", data, v))
 
     def resync(self, message: Message) -> None:
         """The snapshot a stale stream was waiting for: a snapshot event,

@@ -3,18 +3,25 @@
 `RoomBus` is the seam for delivering a room's frames wherever its clients
 are (one process today; a pub/sub between processes could implement it).
 Rooms publish a frame and never see a socket; subscribers are `Sink`s, a
-two-member interface (its codec, `deliver`), so nothing connection-shaped
-crosses the seam.
+small interface (its codec, its viewer, whether it takes frames now, and
+`deliver(data, v)`), so nothing connection-shaped crosses the seam.
 
-`Message` carries one frame to all of a room's subscribers, encoded at most
-once per subprotocol present, whatever the number of clients: every client
-of one subprotocol gets the very same bytes object. A frame that not every
-viewer may see whole (per-role views, docs/views.md) comes with a
-`FrameView`: viewers are grouped by its `key`, and each group's frame is
-built and encoded once; viewers whose key is None get the plain frame.
-At most `max_keys` groups are built per message (`admit`): a subscriber of
-another group is handed to `on_overflow` instead, which sends it a snapshot
-later (the room host: `Resync`), so that one message costs a bounded work.
+What crosses it is bytes: the bus renders each frame once per view class
+and encodes it once per codec present, whatever the number of clients,
+and hands every sink of one (codec, view class) the very same bytes
+object. A sink never sees a frame dict nor a view to render later, so a
+transport (websockets, picows, an event stream) only writes bytes, and a
+render or encode error is the bus's: it costs that group its patch (its
+sinks are handed to `on_overflow`, a snapshot of their view later), never
+the other sinks.
+
+A frame that not every viewer may see whole (per-role views,
+docs/views.md) comes with a `FrameView`: viewers are grouped by its `key`,
+and each group's frame is built and encoded once; viewers whose key is
+None get the plain frame. At most `max_keys` groups are built per message
+(`Message.admit`): a subscriber of another group is handed to
+`on_overflow` instead, which sends it a snapshot later (the room host:
+`Resync`), so that one message costs a bounded work.
 """
 
 from __future__ import annotations
@@ -23,7 +30,6 @@ import logging
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
-from sync_server.hosting.ws_fastpath import server_frame
 from sync_server.wire.codec import Codec
 
 log = logging.getLogger(__name__)
@@ -49,12 +55,19 @@ class FrameView(Protocol):
         ...
 
 
-class Message:
-    """One frame for a room, encoded lazily, once per codec and view group
-    (and once more as a complete WebSocket frame, for the transports that
-    take it)."""
+def encode(codec: Codec, frame: dict[str, Any]) -> bytes:
+    """`frame` as `codec` puts it on the wire (JSON as UTF-8 bytes)."""
+    encoded = codec.encode(frame)
+    return encoded.encode() if isinstance(encoded, str) else encoded
 
-    __slots__ = ("_frames", "_keys", "_views", "_wire", "frame", "max_keys", "on_overflow", "view")
+
+class Message:
+    """One frame for a room, rendered once per view group and encoded
+    once per (codec, view group), lazily: the bus's own bookkeeping of a
+    publish, and a frame shared by several sinks (a snapshot per view
+    class). Sinks are handed its bytes, never the Message."""
+
+    __slots__ = ("_keys", "_views", "_wire", "frame", "max_keys", "on_overflow", "view")
 
     def __init__(
         self,
@@ -71,17 +84,15 @@ class Message:
         self._keys: set[Hashable] = set()
         self._views: dict[Hashable, dict[str, Any]] = {}
         self._wire: dict[tuple[str, Hashable], bytes] = {}
-        self._frames: dict[tuple[str, Hashable], bytes] = {}
 
     def key(self, viewer: Any) -> Hashable | None:
         return None if self.view is None or viewer is None else self.view.key(viewer)
 
     def admit(self, sink: Any) -> Hashable | None:
         """The key of `sink`'s group for this frame (see `key`), or HELD:
-        `max_keys` other groups are built already, so the sink is marked
-        `stale` and handed to `on_overflow` (a snapshot of its view, later)
-        instead. Every sink that takes part in the cap (a WebSocket outbox,
-        an event stream) asks here, so the rule is written once."""
+        `max_keys` other groups are built already, so the sink is held
+        (`hold`: a snapshot of its view, later) instead. The rule is
+        written once, here, for every kind of sink."""
         key = self.key(sink.viewer)
         if key is None or self.max_keys is None or self.on_overflow is None:
             return key
@@ -93,9 +104,16 @@ class Message:
         if len(keys) < self.max_keys:
             keys.add(key)
             return key
-        sink.stale = True
-        self.on_overflow(sink)
+        self.hold(sink)
         return HELD
+
+    def hold(self, sink: Any) -> None:
+        """`sink` does not get this frame: mark it stale and hand it to
+        `on_overflow`, whose snapshot covers the frames it missed (without
+        `on_overflow`, it just misses it)."""
+        if self.on_overflow is not None:
+            sink.stale = True
+            self.on_overflow(sink)
 
     def frame_for(self, key: Hashable | None, viewer: Any) -> dict[str, Any]:
         if key is None:
@@ -107,34 +125,27 @@ class Message:
         return found
 
     def data(self, codec: Codec, key: Hashable | None = None, viewer: Any = None) -> bytes:
-        """The encoded message (JSON as UTF-8 bytes) for `key`'s group,
-        shared by every caller of that group."""
+        """The encoded message for `key`'s group, shared by every caller of
+        that group."""
         data = self._wire.get((codec.name, key))
         if data is None:
-            encoded = codec.encode(self.frame_for(key, viewer))
-            data = self._wire[codec.name, key] = (
-                encoded.encode() if isinstance(encoded, str) else encoded
-            )
+            data = self._wire[codec.name, key] = encode(codec, self.frame_for(key, viewer))
         return data
-
-    def ws_frame(self, codec: Codec, key: Hashable | None = None, viewer: Any = None) -> bytes:
-        """The same message as a complete server WebSocket frame."""
-        frame = self._frames.get((codec.name, key))
-        if frame is None:
-            frame = self._frames[codec.name, key] = server_frame(
-                self.data(codec, key, viewer), not codec.binary
-            )
-        return frame
 
 
 class Sink(Protocol):
-    """A subscriber: it says which codec it reads and who it shows frames
-    to (its viewer, for views), and takes messages."""
+    """A subscriber: the codec it reads, who it shows frames to (its
+    viewer, for views), whether it takes frames now (not `closing`, not
+    `stale`: waiting for a snapshot), and `deliver`, which takes the bytes
+    of one frame as its codec and view class encode them, and the frame's
+    version (an event stream's id)."""
 
     codec: Codec
     viewer: Any
+    closing: bool
+    stale: bool
 
-    def deliver(self, message: Message) -> None: ...
+    def deliver(self, data: bytes, v: int | None) -> None: ...
 
 
 class RoomBus(Protocol):
@@ -154,10 +165,52 @@ class RoomBus(Protocol):
         """Deliver one frame to every subscriber of the room, in publish
         order; with `view`, each subscriber gets its viewer's frame, at
         most `max_keys` distinct ones built (past them, `on_overflow(sink)`
-        instead of the frame)."""
+        instead of the frame). A failure for one subscriber or one view
+        group never skips the others."""
         ...
 
     def subscribers(self, room: str) -> int: ...
+
+
+def fan_out(
+    room: str,
+    sinks: list[Sink],
+    frame: dict[str, Any],
+    view: FrameView | None = None,
+    *,
+    max_keys: int | None = None,
+    on_overflow: Callable[[Any], None] | None = None,
+) -> None:
+    """One frame to `sinks`: grouped by (codec, view key) first, each
+    group's bytes built once, then delivered group by group (so a
+    transport that frames the bytes sees the same object consecutively).
+    Any `RoomBus` implementation can deliver its local sinks with it."""
+    message = Message(frame, view, max_keys=max_keys, on_overflow=on_overflow)
+    groups: dict[tuple[str, Hashable], list[Sink]] = {}
+    for sink in sinks:
+        if sink.closing or sink.stale:
+            continue
+        try:
+            key = message.admit(sink)
+        except Exception:  # one viewer's key: never the others
+            log.exception("room %s: the view key of a subscriber for v%s", room, frame.get("v"))
+            continue
+        if key is not HELD:
+            groups.setdefault((sink.codec.name, key), []).append(sink)
+    v = frame.get("v")
+    for (_, key), group in groups.items():
+        try:
+            data = message.data(group[0].codec, key, group[0].viewer)
+        except Exception:  # one view class's render: a snapshot for it, later
+            log.exception("room %s: rendering v%s for %d subscriber(s) failed", room, v, len(group))
+            for sink in group:
+                message.hold(sink)
+            continue
+        for sink in group:
+            try:
+                sink.deliver(data, v)
+            except Exception:  # one sink: never the others
+                log.exception("room %s: delivering v%s to a subscriber failed", room, v)
 
 
 class LocalBus:
@@ -186,16 +239,8 @@ class LocalBus:
         on_overflow: Callable[[Any], None] | None = None,
     ) -> None:
         sinks = self._rooms.get(room)
-        if not sinks:
-            return
-        message = Message(frame, view, max_keys=max_keys, on_overflow=on_overflow)
-        for sink in list(sinks):
-            try:
-                sink.deliver(message)
-            except Exception:  # one viewer's render or one sink: never the others
-                log.exception(
-                    "room %s: delivering v%s to a subscriber failed", room, frame.get("v")
-                )
+        if sinks:
+            fan_out(room, list(sinks), frame, view, max_keys=max_keys, on_overflow=on_overflow)
 
     def subscribers(self, room: str) -> int:
         return len(self._rooms.get(room, ()))

@@ -54,6 +54,10 @@ class Config:
     limits: Limits = attrs.Factory(Limits)
     # Write shared pre-serialized frames straight to transports (ws_fastpath.py).
     fast_fanout: bool = True
+    # The WebSocket library: "websockets" (the default, every route) or
+    # "picows" (the [fast] extra: WebSocket and the GET routes only, no HTTP
+    # API; hosting/picows_transport.py).
+    transport: str = "websockets"
     # Where the page's files are: a package (read as package data) or a folder.
     web: str | Path = WEB_PACKAGE
     # Origins (scheme://host[:port]) of pages allowed to open a WebSocket

@@ -15,7 +15,9 @@ slowest readers) are dropped first, their transport aborted so that their
 buffers are freed at once, and the allocator is asked to give the memory
 back to the system.
 
-Writes take the shared pre-serialized frame when the connection allows it
+The outbox takes bytes (the bus's, shared by every client of one codec
+and view class, or its own frame's, encoded once). Writes take the shared
+pre-serialized WebSocket frame when the connection allows it
 (ws_fastpath.py, optional), else websockets' public `broadcast`, which
 writes without waiting and skips a connection that is closing.
 """
@@ -42,7 +44,7 @@ from sync_server.core.limits import (
     TRIM_AFTER_BYTES,
     TRIM_DELAY_SECONDS,
 )
-from sync_server.hosting.bus import HELD, Message
+from sync_server.hosting.bus import Message, encode
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.ws_fastpath import raw_writer
 from sync_server.wire import protocol
@@ -206,7 +208,16 @@ class Outbox:
         self._on_sent = on_sent
         self._on_too_slow = on_too_slow
         self._text = not codec.binary  # JSON: text frames (of UTF-8 bytes)
-        self._raw = raw_writer(ws) if fast else None
+        # A transport that frames shared bytes itself (picows_transport.py)
+        # writes them with one call; else websockets' fast path, if allowed.
+        native = getattr(ws, "message_writer", None)
+        self._raw: Callable[[bytes], bool] | None = (
+            native(self._text)
+            if native is not None
+            else raw_writer(ws, self._text)
+            if fast
+            else None
+        )
         transport = getattr(ws, "transport", None)
         self._buffered: Callable[[], int] = (
             transport.get_write_buffer_size if transport is not None else (lambda: 0)
@@ -223,35 +234,30 @@ class Outbox:
         in bytes (0 when the client is closing)."""
         if self.closing:
             return 0
-        message = Message(frame)
-        self._write(message, None)
-        return len(message.data(self.codec))
+        data = encode(self.codec, frame)
+        self._write(data)
+        return len(data)
 
-    def deliver(self, message: Message) -> None:
-        """Send a message shared with other clients (the bus calls this)."""
-        if self.closing or self.stale:
-            return
-        key = message.admit(self)
-        if key is HELD:
-            return
-        self._write(message, key)
+    def deliver(self, data: bytes, v: int | None = None) -> None:
+        """A frame's bytes shared with other clients (the bus calls this
+        once it has admitted this outbox: not closing, not stale)."""
+        if not (self.closing or self.stale):
+            self._write(data)
 
     def resync(self, message: Message) -> None:
         """The snapshot a stale client was waiting for (its view, shared by
         the clients of its view class); the room's messages reach it again."""
         self.stale = False
         if not self.closing:
-            self._write(message, None)
+            self._write(message.data(self.codec))
 
-    def _write(self, message: Message, key: Any) -> None:
-        viewer = self.viewer
-        data = message.data(self.codec, key, viewer)
+    def _write(self, data: bytes) -> None:
         if self._buffered() + len(data) > self.max_bytes:
             self.abort(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with since")
             if self._on_too_slow is not None:
                 self._on_too_slow()
             return
-        if self._raw is None or not self._raw(message.ws_frame(self.codec, key, viewer)):
+        if self._raw is None or not self._raw(data):
             try:
                 broadcast([self.ws], data, text=self._text)
             except Exception:  # a test double, or a connection gone meanwhile

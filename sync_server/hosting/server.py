@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 # logger it gets (logs.websockets_logger) never produces DEBUG, whatever the
 # logging setup, and turns its per-request INFO lines into DEBUG ones.
 
-SERVER_HEADER = "vtt-sync"
+SERVER_HEADER = "vtt-sync"  # picows_transport.py says the same
 
 
 # Addresses that friends on other machines cannot use in a link.
@@ -318,6 +319,7 @@ class Server:
             write_limit=self.limits.write_limit_bytes,
             ping_interval=self.limits.ping_interval,
             ping_timeout=self.limits.ping_timeout,
+            open_timeout=self.limits.handshake_timeout,
             close_timeout=self.limits.close_timeout,
             logger=websockets_logger(),
             # Our name only: no library or Python versions for a scanner.
@@ -325,10 +327,13 @@ class Server:
             ssl=None if self.tls is None else self.tls.context,
             create_connection=door_factory(self.api.connection),
         )
-        self._ws = await serve(self._handle, self.config.host, self.config.port, **options)
-        if self.config.listen_fd is not None:
-            shared = socket.socket(fileno=self.config.listen_fd)
-            self._shared_ws = await serve(self._handle, sock=shared, **options)
+        if self.config.transport == "picows":
+            await self._start_picows(routes)
+        else:
+            self._ws = await serve(self._handle, self.config.host, self.config.port, **options)
+            if self.config.listen_fd is not None:
+                shared = socket.socket(fileno=self.config.listen_fd)
+                self._shared_ws = await serve(self._handle, sock=shared, **options)
         if self.cluster:
             if not self.leases.public_url:
                 host = self.config.host
@@ -347,6 +352,23 @@ class Server:
                 self.leases.lease_seconds,
             )
         log.info("listening on %s", self.url)
+
+    async def _start_picows(self, routes: Routes) -> None:
+        """The fast transport (picows_transport.py): the same sessions, the
+        GET routes, no HTTP API."""
+        from sync_server.hosting.picows_transport import PicowsServer
+
+        start = functools.partial(
+            PicowsServer.start,
+            self._handle,
+            process_request=routes.process_request,
+            limits=self.limits,
+            ssl=None if self.tls is None else self.tls.context,
+        )
+        self._ws = cast(Any, await start(self.config.host, self.config.port))
+        if self.config.listen_fd is not None:
+            shared = socket.socket(fileno=self.config.listen_fd)
+            self._shared_ws = cast(Any, await start(None, None, sock=shared))
 
     @property
     def port(self) -> int:

@@ -1,6 +1,12 @@
 """The one module that touches websockets' internals: writing a frame that
 was serialized once for a whole room straight to a connection's transport.
 
+The bus hands every sink of one (codec, view class) the very same bytes
+object, group by group (bus.fan_out); `framed` keeps the WebSocket frame
+of the last bytes it framed, so a group's frame is built once, here, in
+the one transport that needs it, and the bus knows nothing of WebSocket
+frames.
+
 Why: a server's frames are unmasked and compression is off, so a patch's
 WebSocket frame, header included, is the same bytes for every client of one
 subprotocol. Serializing it once (`server_frame`) and handing the same bytes
@@ -43,11 +49,37 @@ def server_frame(data: bytes, text: bool) -> bytes:
     return Frame(Opcode.TEXT if text else Opcode.BINARY, data).serialize(mask=False)
 
 
-def raw_writer(ws: Any) -> Callable[[bytes], bool] | None:
-    """A writer of `server_frame` bytes to `ws`'s transport, or None when
-    `ws` is not a websockets asyncio server connection without extensions.
-    The writer returns False (nothing written) whenever writing raw bytes
-    would not be exactly what `send` does at that moment."""
+class _LastFrame:
+    """The frame of the last payload framed (held, so its identity cannot be
+    reused by another object while it is compared)."""
+
+    __slots__ = ("data", "frame", "text")
+
+    def __init__(self) -> None:
+        self.data: bytes | None = None
+        self.text = False
+        self.frame = b""
+
+
+_last = _LastFrame()
+
+
+def framed(data: bytes, text: bool) -> bytes:
+    """`server_frame(data, text)`, built once for consecutive calls with
+    the very same bytes object (every client of one view class in turn)."""
+    last = _last
+    if last.data is not data or last.text is not text:
+        last.frame = server_frame(data, text)
+        last.data, last.text = data, text
+    return last.frame
+
+
+def raw_writer(ws: Any, text: bool = False) -> Callable[[bytes], bool] | None:
+    """A writer of a message's bytes, as one shared `server_frame` (a text
+    frame if `text`), to `ws`'s transport, or None when `ws` is not a
+    websockets asyncio server connection without extensions. The writer
+    returns False (nothing written) whenever writing raw bytes would not be
+    exactly what `send` does at that moment."""
     protocol = getattr(ws, "protocol", None)
     transport = getattr(ws, "transport", None)
     if (
@@ -61,7 +93,7 @@ def raw_writer(ws: Any) -> Callable[[bytes], bool] | None:
     ):
         return None
 
-    def write(frame: bytes) -> bool:
+    def write(data: bytes) -> bool:
         if (
             protocol.state is not State.OPEN
             or protocol.writes
@@ -69,7 +101,7 @@ def raw_writer(ws: Any) -> Callable[[bytes], bool] | None:
             or ws.send_in_progress is not None
         ):
             return False
-        transport.write(frame)
+        transport.write(framed(data, text))
         return True
 
     return write

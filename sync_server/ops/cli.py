@@ -25,7 +25,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from sync_server import __version__
@@ -114,12 +114,33 @@ def serve_main(args: argparse.Namespace) -> int:
         return workers.supervise(config, resolved, out, redact)
     tune_gc()
     try:
-        return asyncio.run(serve(config, resolved["demo"], out, redact))
+        return run(config, serve(config, resolved["demo"], out, redact))
     except (StorageError, WeakAdminToken, settings.SettingError) as exc:
         out.error(f"vtt-sync: {exc}")
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def run(config: Config, main: Coroutine[Any, Any, int]) -> int:
+    """Run the server's coroutine: on uvloop with the fast transport (the
+    [fast] extra brings both), else on asyncio's own loop. Without the
+    extra, `--transport picows` is refused with what to install."""
+    if config.transport != "picows":
+        return asyncio.run(main)
+    from sync_server.hosting import picows_transport
+
+    if not picows_transport.available():
+        main.close()
+        raise settings.SettingError(
+            "--transport picows needs the fast extra: pip install 'vtt-sync[fast]'"
+        )
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)
 
 
 def print_configuration(out: logs.Output, resolved: settings.Resolved) -> None:

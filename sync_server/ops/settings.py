@@ -118,6 +118,14 @@ SETTINGS: tuple[Setting, ...] = (
         "SQLite durability: FULL survives power loss, NORMAL a process crash",
     ),
     _server(
+        "transport",
+        kinds.choice("websockets", "picows"),
+        "websockets",
+        "the WebSocket library: websockets serves every route; picows (pip install "
+        "'vtt-sync[fast]', with uvloop) is faster but serves WebSocket and the GET routes "
+        "only: no HTTP API, no /admin/ over HTTP (docs/deploy.md)",
+    ),
+    _server(
         "affordances",
         kinds.BOOL,
         True,

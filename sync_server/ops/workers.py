@@ -416,7 +416,7 @@ def worker_main() -> int:
 
     cli.tune_gc()
     try:
-        return asyncio.run(cli.serve(spec.config, spec.demo, out, redact, worker=ready))
+        return cli.run(spec.config, cli.serve(spec.config, spec.demo, out, redact, worker=ready))
     except (StorageError, WeakAdminToken, settings.SettingError) as exc:
         out.error(f"vtt-sync worker {spec.index}: {exc}")
         return 2

@@ -65,6 +65,12 @@ def next_id(prefix: str = "c") -> str:
 # --- the server ----------------------------------------------------------
 
 
+# The transport of the servers these helpers start ("websockets" or
+# "picows"); the suite runs a representative set of tests on both
+# (tests/helpers/server.py: `on_both_transports`).
+TRANSPORT = "websockets"
+
+
 def test_config(data_dir: Path, **overrides: Any) -> Config:
     """A config for tests: fixed admin token, invariants checked after
     every command, SQLite NORMAL (crash-safe in WAL, no fsync per commit).
@@ -76,6 +82,7 @@ def test_config(data_dir: Path, **overrides: Any) -> Config:
         "synchronous": "NORMAL",
         "check_invariants": True,
         "limits": Limits(**limits),
+        "transport": TRANSPORT,
     }
     params.update(overrides)
     return Config(**params)
@@ -435,6 +442,8 @@ def start_subprocess_server(
     listening line."""
     env = dict(os.environ, VTT_SYNC_ADMIN_TOKEN=ADMIN_TOKEN, PYTHONUNBUFFERED="1", **(env or {}))
     argv = ["serve", "--port", "0", "--data-dir", str(data_dir), "--log-level", "WARNING"]
+    if TRANSPORT != "websockets":
+        argv += ["--transport", TRANSPORT]
     proc = subprocess.Popen(
         [sys.executable, "-m", "sync_server", *argv, *extra],
         cwd=REPO,

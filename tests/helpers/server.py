@@ -5,13 +5,16 @@ characters on it). Everything else is re-exported from there."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
+import sync_server.testing.server as testing_server
 from rules.testing import SHEET
 from sync_server import Server
+from sync_server.hosting import picows_transport
 from sync_server.testing.server import (
     ADMIN_TOKEN,
     PROTOS,
@@ -48,7 +51,9 @@ __all__ = [
     "create_table",
     "hello_refused",
     "msgpack_frame",
+    "both_transports",
     "next_id",
+    "on_both_transports",
     "open_ws",
     "running_server",
     "start_subprocess_server",
@@ -58,8 +63,48 @@ __all__ = [
 ]
 
 
+F = TypeVar("F", bound=Any)
+
+TRANSPORTS = [
+    "websockets",
+    pytest.param(
+        "picows",
+        marks=pytest.mark.skipif(
+            not picows_transport.available(), reason="the [fast] extra (picows) is not installed"
+        ),
+    ),
+]
+
+
 @pytest.fixture
-async def vtt_server(tmp_path: Path) -> AsyncIterator[Server]:
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The transport of every server the test starts (in-process or child)."""
+    name = getattr(request, "param", "websockets")
+    if name == "picows" and request.node.get_closest_marker("http_door"):
+        pytest.skip("the fast transport serves no HTTP API nor /admin/ over HTTP")
+    before, testing_server.TRANSPORT = testing_server.TRANSPORT, name
+    try:
+        yield name
+    finally:
+        testing_server.TRANSPORT = before
+
+
+# A module's marks (`pytestmark = on_both_transports`): run its tests on
+# both transports (issue 22); `both_transports` decorates one test.
+on_both_transports = [
+    pytest.mark.usefixtures("transport"),
+    pytest.mark.parametrize("transport", TRANSPORTS, indirect=True),
+]
+
+
+def both_transports(test: F) -> F:
+    for mark in reversed(on_both_transports):
+        test = mark(test)
+    return test
+
+
+@pytest.fixture
+async def vtt_server(tmp_path: Path, transport: str) -> AsyncIterator[Server]:
     async with running_server(tmp_path / "data") as srv:
         yield srv
 

@@ -15,7 +15,10 @@ from tests.helpers.server import (
     connect_admin,
     create_table,
     hello_refused,
+    on_both_transports,
 )
+
+pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
 
 
 def char(c: Client, cid: str) -> dict:

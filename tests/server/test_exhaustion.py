@@ -32,8 +32,11 @@ from tests.helpers.server import (
     connect,
     connect_admin,
     create_table,
+    on_both_transports,
     running_server,
 )
+
+pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
 
 
 def test_recent_tokens_are_pruned_in_expiry_order_and_capped() -> None:
@@ -177,6 +180,7 @@ async def stalled_client(srv, token: str):
 # --- admin export and import: off the event loop ------------------------------
 
 
+@pytest.mark.http_door  # the HTTP API / the admin's HTTP export
 async def test_admin_export_and_import_run_off_the_event_loop(tmp_path, monkeypatch) -> None:
     """Issue 19: a 60k-version room file stalled every room ~1 s each way.
     Encoding the export and parsing and checking an import run on a worker

@@ -17,7 +17,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 
 from sync_server.hosting import ws_fastpath
-from sync_server.hosting.bus import LocalBus, Message
+from sync_server.hosting.bus import LocalBus
 from sync_server.hosting.outbox import Outbox
 from sync_server.hosting.ws_fastpath import raw_writer, server_frame
 from sync_server.wire.codec import CODECS, JSON, MSGPACK, Codec, packb
@@ -41,12 +41,14 @@ class CountingCodec:
 class RecordingSink:
     """A bus subscriber that keeps the bytes it was given."""
 
-    def __init__(self, codec: Any) -> None:
+    def __init__(self, codec: Any, viewer: Any = None) -> None:
         self.codec = codec
+        self.viewer = viewer
+        self.closing = self.stale = False
         self.got: list[bytes] = []
 
-    def deliver(self, message: Message) -> None:
-        self.got.append(message.data(self.codec))
+    def deliver(self, data: bytes, v: int | None) -> None:
+        self.got.append(data)
 
 
 def patch(v: int) -> dict[str, Any]:
@@ -90,36 +92,7 @@ def test_a_room_with_no_subscriber_encodes_nothing() -> None:
     assert codec.calls == 0 and sink.got == [] and bus.subscribers("r1") == 0
 
 
-class FailingView:
-    """A view whose rendering fails for one viewer (a bug, a bad state)."""
-
-    def key(self, viewer: Any) -> Any:
-        return viewer
-
-    def render(self, viewer: Any) -> dict[str, Any]:
-        if viewer == "broken":
-            raise ValueError("cannot render")
-        return {**patch(1), "for": viewer}
-
-
-def test_a_render_error_for_one_viewer_skips_no_other_sink() -> None:
-    codec = CODECS[JSON]
-    bus = LocalBus()
-    sinks = [RecordingSink(codec) for _ in range(3)]
-    for sink, viewer in zip(sinks, ("a", "broken", "b"), strict=True):
-        sink.viewer = viewer  # type: ignore[attr-defined]
-        bus.subscribe("r1", sink)
-
-    def deliver(sink: Any) -> Any:
-        return lambda message: sink.got.append(
-            message.data(sink.codec, message.key(sink.viewer), sink.viewer)
-        )
-
-    for sink in sinks:
-        sink.deliver = deliver(sink)  # type: ignore[method-assign]
-    bus.publish("r1", patch(1), FailingView())
-    assert [len(s.got) for s in sinks] == [1, 0, 1]  # the sink after the failure got its frame
-    assert CODECS[JSON].decode(sinks[2].got[0].decode())["for"] == "b"
+# A render error, a failing sink: the bus contract (tests/server/test_bus_contract.py).
 
 
 # --- outboxes over real loopback connections --------------------------------

@@ -30,6 +30,7 @@ from tests.helpers.server import (
     SHEET,
     WAIT,
     Closed,
+    both_transports,
     create_table,
     hello_refused,
     open_ws,
@@ -74,6 +75,7 @@ async def test_the_freezing_command_is_refused_or_cheap(tmp_path) -> None:
         await gm.close()
 
 
+@both_transports
 async def test_a_patch_over_the_bound_is_refused_and_changes_nothing(tmp_path) -> None:
     async with running_server(tmp_path, max_patch_bytes=4096) as srv:
         t = await create_table(srv.url)
@@ -96,6 +98,7 @@ async def test_a_patch_over_the_bound_is_refused_and_changes_nothing(tmp_path) -
 # --- 2. bounded memory per client --------------------------------------------
 
 
+@both_transports
 async def test_clients_that_stopped_reading_cost_at_most_their_bound(tmp_path) -> None:
     """Sessions that completed hello and stopped reading: every byte written
     for them counts (big replies included); past the bound they are closed
@@ -272,6 +275,7 @@ async def test_a_short_admin_token_is_refused_at_start(tmp_path, monkeypatch) ->
     assert "short-secret" not in child.stderr
 
 
+@both_transports
 async def test_websocket_upgrades_check_the_origin(tmp_path) -> None:
     async with running_server(tmp_path, allowed_origins={"https://foundry.example"}) as srv:
         t = await create_table(srv.url)
@@ -318,6 +322,7 @@ async def test_the_wal_shrinks_after_a_large_transaction(tmp_path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@both_transports
 async def test_the_server_header_names_no_versions(vtt_server) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", vtt_server.port)
     writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")

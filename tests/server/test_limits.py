@@ -14,7 +14,17 @@ from websockets.exceptions import ConnectionClosed
 from sync_server.core.limits import PLAYER_BURST
 from sync_server.core.ratelimit import RateSpec, TokenBucket, reply_cost
 from sync_server.wire.codec import MSGPACK, packb
-from tests.helpers.server import SHEET, WAIT, Table, create_table, hello_refused, running_server
+from tests.helpers.server import (
+    SHEET,
+    WAIT,
+    Table,
+    create_table,
+    hello_refused,
+    on_both_transports,
+    running_server,
+)
+
+pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
 
 
 def test_token_bucket_allows_the_burst_then_the_rate() -> None:

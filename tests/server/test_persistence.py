@@ -15,9 +15,12 @@ from sync_server.storage.sqlite import DB_FILE
 from tests.helpers.server import (
     connect,
     create_table,
+    on_both_transports,
     running_server,
     start_subprocess_server,
 )
+
+pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
 
 
 async def test_restart_keeps_state_versions_and_dedup(tmp_path) -> None:

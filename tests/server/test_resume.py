@@ -7,7 +7,9 @@ import copy
 
 import pytest
 
-from tests.helpers.server import Table, create_table, running_server
+from tests.helpers.server import Table, create_table, on_both_transports, running_server
+
+pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
 
 
 async def _damage(gm, t: Table, n: int) -> int:

@@ -72,6 +72,7 @@ def test_every_setting_reads_from_each_of_its_sources(tmp_path: Path) -> None:
         "rate": ("3/6", "3/6"),
         "gm_rate": ("50", "50"),
         "synchronous": ("NORMAL", "NORMAL"),
+        "transport": ("picows", "picows"),
         "allowed_origins": ("https://a.example", ["https://a.example"]),
         "tls_cert": ("/etc/cert.pem", "/etc/cert.pem"),
         "tls_key": ("/etc/key.pem", "/etc/key.pem"),

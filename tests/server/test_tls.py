@@ -26,12 +26,15 @@ from tests.helpers.http import api, bearer, events
 from tests.helpers.server import (
     WAIT,
     create_table,
+    on_both_transports,
     open_ws,
     running_server,
     start_subprocess_server,
 )
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
 
 
 def make_cert(directory: Path, name: str) -> tuple[Path, Path]:
@@ -74,6 +77,7 @@ def https_get(port: int, path: str, cafile: Path, method: str = "GET") -> tuple[
         conn.close()
 
 
+@pytest.mark.http_door  # the HTTP API / the admin's HTTP export
 async def test_https_and_wss_with_a_self_signed_certificate(tmp_path: Path, certs) -> None:
     cert, key = certs["first"]
     async with running_server(tmp_path / "data", tls_cert=cert, tls_key=key) as srv:
@@ -184,3 +188,19 @@ async def test_sighup_reloads_the_certificate_of_a_running_server(tmp_path: Path
     finally:
         if child.proc.poll() is None:
             child.kill()
+
+
+async def test_wss_and_the_get_routes_behind_one_certificate(tmp_path: Path, certs) -> None:
+    """Issue 22: TLS holds on both transports (the fast one serves no HTTP
+    API, so this is the part of the test above that both serve)."""
+    cert, key = certs["first"]
+    async with running_server(tmp_path / "data", tls_cert=cert, tls_key=key) as srv:
+        status, body = await asyncio.to_thread(https_get, srv.port, "/healthz", cert)
+        assert status == 200 and json.loads(body)["status"] == "ok"
+        t = await create_table(srv.url, ssl=tls_context(str(cert)))
+        gm, p1 = await t.connect("gm"), await t.connect("p1", "json")
+        ack = await gm.ok("damage", {"char": t.chars["c_p1"], "amount": 2})
+        await p1.wait_v(ack["v"])
+        assert p1.state == p1.seen(gm.state)
+        await gm.close()
+        await p1.close()

@@ -21,7 +21,7 @@ from sync_server.core.room import CommandIn, RoomCore
 from sync_server.hosting.bus import Message
 from sync_server.storage import LoadedRoom
 from sync_server.wire.codec import Codec
-from tests.helpers.server import SHEET, Table, create_table, running_server
+from tests.helpers.server import SHEET, Table, create_table, on_both_transports, running_server
 from tests.rules.test_views import (
     ACTORS,
     VIEW_COMMANDS,
@@ -34,6 +34,8 @@ from tests.rules.test_views import secret_table as rules_secret_table
 SECRET_NAME = "Secret-Liche-QWV"
 STATUS_MAXIMA = (9973, 8861)  # the status NPC's pv_max, pe_max
 HIDDEN_MAXIMA = (9887, 7757)
+
+pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
 
 
 async def secret_table(url: str) -> tuple[Table, dict[str, str]]:
