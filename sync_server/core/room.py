@@ -47,7 +47,14 @@ from rules.model import TOUCHED_CUTOVER
 from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
-from sync_server.storage import LoadedRoom, RoomDeleted, UndoTarget, VersionConflict, VersionRecord
+from sync_server.storage import (
+    DedupEntry,
+    LoadedRoom,
+    RoomDeleted,
+    UndoTarget,
+    VersionConflict,
+    VersionRecord,
+)
 from sync_server.storage.base import Views, version_views, view_key, view_ops_events
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS
@@ -287,6 +294,10 @@ class Batch:
 
     commands: list[CommandIn]
     reads_log: bool
+    # Commands the log holds but the dedup window no longer does (looked up
+    # by the host after the log's unique index refused them: `retry_known`),
+    # by (user, id): answered as the duplicates they are.
+    known: dict[tuple[str, str], DedupEntry] = attrs.Factory(dict)
     decisions: list[Decision] = attrs.Factory(list)
     records: list[VersionRecord] = attrs.Factory(list)
     snapshot: tuple[int, dict[str, Any]] | None = None
@@ -358,6 +369,8 @@ class RoomCore:
         self.recent_tokens = recent_tokens
         self.check_invariants = check_invariants
         self._batch: _Batch | None = None
+        # The open Batch's `known` while `evaluate_batch` runs.
+        self._known: dict[tuple[str, str], DedupEntry] = {}
         # Patches up to this version came from the log: they carry no
         # affordance ops (those are not stored; see `patches_after`).
         self.loaded_v = loaded.v
@@ -398,8 +411,12 @@ class RoomCore:
     def evaluate_batch(self, batch: Batch, reader: LogReader | None = None) -> None:
         """Evaluate every command of `batch` into the open batch; say what to
         store. Never raises for a command (each failure is its `internal`)."""
-        for c in batch.commands:
-            batch.decisions.append(self.evaluate(c, reader))
+        self._known = batch.known
+        try:
+            for c in batch.commands:
+                batch.decisions.append(self.evaluate(c, reader))
+        finally:
+            self._known = {}
         batch.records = self.pending
         batch.snapshot = self.snapshot_due() if batch.records else None
         batch.expected = self.base_v
@@ -409,6 +426,22 @@ class RoomCore:
         tokens it minted, then per command its patch, its answer, the
         sessions it ends."""
         return [*self.commit(), *self._outputs(batch.decisions)]
+
+    def stored_keys(self, batch: Batch) -> list[tuple[str, str]]:
+        """The (user, id) of each command the batch would store: when the
+        log refuses the batch, the host looks these up (`retry_known`)."""
+        return [(r.user, r.cmd_id) for r in batch.records if r.cmd_id is not None]
+
+    def retry_known(self, batch: Batch, known: dict[tuple[str, str], DedupEntry]) -> Batch:
+        """The log refused `batch` and holds some of its ids, older than the
+        dedup window (`known`): restore the room and begin the same
+        commands again, those answered as duplicates (their first version
+        and result), so that the others of the batch are not failed for
+        them (docs/protocol.md, Retries)."""
+        self.rollback(batch.decisions)
+        again = self.begin(batch.commands)
+        again.known = {**batch.known, **known}
+        return again
 
     def failed(self, batch: Batch, error: BaseException) -> list[Output]:
         """The batch could not be stored (or something failed before):
@@ -549,6 +582,9 @@ class RoomCore:
         a session whose token was rotated or whose user was removed is done."""
         key = (c.actor.user, c.cmd_id)
         entry = self.dedup.get(key)
+        if entry is None and key in self._known:
+            old = self._known[key]
+            entry = (old.v, old.result, old.ts)
         if entry is not None:
             v, result, _ = entry
             result = dict(result)

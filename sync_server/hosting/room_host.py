@@ -69,7 +69,7 @@ from sync_server.hosting.work import (
 )
 from sync_server.ops.activity import Activity
 from sync_server.ops.metrics import Metrics
-from sync_server.storage import Storage
+from sync_server.storage import DedupEntry, Storage, StorageError, VersionConflict
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
@@ -272,9 +272,25 @@ class RoomHost:
                 reader = StaticLog(target, after)
             core.evaluate_batch(batch, reader)
             if batch.records:
-                await services.storage.commit(
-                    self.room_id, batch.records, batch.snapshot, expected=batch.expected
-                )
+                try:
+                    await services.storage.commit(
+                        self.room_id, batch.records, batch.snapshot, expected=batch.expected
+                    )
+                except VersionConflict:
+                    raise
+                except StorageError:
+                    # The log's unique index refuses an id older than the
+                    # dedup window: answer it as the duplicate it is and
+                    # store the rest, rather than fail the whole batch.
+                    known = await self._stored_commands(core.stored_keys(batch))
+                    if not known:
+                        raise
+                    batch = core.retry_known(batch, known)
+                    core.evaluate_batch(batch, reader)
+                    if batch.records:
+                        await services.storage.commit(
+                            self.room_id, batch.records, batch.snapshot, expected=batch.expected
+                        )
             outputs = core.stored(batch)
         except BaseException as exc:
             self._carry_out(items, core.failed(batch, exc))
@@ -282,6 +298,17 @@ class RoomHost:
                 raise
             return
         self._carry_out(items, outputs)
+
+    async def _stored_commands(
+        self, keys: list[tuple[str, str]]
+    ) -> dict[tuple[str, str], DedupEntry]:
+        """Which of these (user, id) the room's log already holds."""
+        found = {}
+        for user, cmd_id in keys:
+            entry = await self.services.storage.stored_command(self.room_id, user, cmd_id)
+            if entry is not None:
+                found[(user, cmd_id)] = entry
+        return found
 
     def _carry_out(self, items: list[Command], outputs: list[Output]) -> None:
         """Perform the core's outputs in order; one failure (a sink, a

@@ -394,6 +394,14 @@ class Storage(Protocol):
         durable."""
         ...
 
+    async def stored_command(self, room: str, user: str, cmd_id: str) -> DedupEntry | None:
+        """The version that stored `user`'s command `cmd_id` in `room`, with
+        its result, whether or not the dedup window still holds it (the
+        log's unique index does); None if no such command is stored. Why:
+        a retry of an id older than the window must get its first ack, not
+        fail the batch it arrived in (RoomHost)."""
+        ...
+
     async def find_token(self, token_hash: bytes) -> tuple[str, str] | None:
         """(room, user) owning a token hash, or None."""
         ...

@@ -125,6 +125,53 @@ async def test_a_room_loads_only_its_dedup_window(tmp_path) -> None:
         await gm.close()
 
 
+async def test_a_retry_older_than_the_window_spoils_no_other_command_of_its_batch(
+    tmp_path,
+) -> None:
+    """Issue 19: a retry whose id the window no longer holds was refused by
+    the log's unique index, and the whole batch it arrived in answered
+    `internal`: a GM reusing old ids on purpose failed a player's commands.
+    Now the retry gets its first ack (dup: true) and the rest are stored."""
+    async with running_server(tmp_path, dedup_window_versions=3, rate=None) as srv:
+        t = await create_table(srv.url)
+        gm, p1 = await t.connect("gm"), await t.connect("p1")
+        first = await gm.ok("advance_clock", {"seconds": 6}, id="old")
+        for _ in range(4):
+            await gm.ok("advance_clock", {"seconds": 6})
+        host = await srv.rooms.get(t.room)
+        assert ("u1", "old") not in host.core.dedup and t.users["gm"] == "u1"
+
+        real_commit, gate, batches = srv.storage.commit, asyncio.Event(), []
+
+        async def gated_commit(room, records, snapshot, expected):
+            batches.append([r.cmd_id for r in records])
+            if len(batches) == 1:
+                await gate.wait()  # the next commands queue up behind this batch
+            await real_commit(room, records, snapshot, expected)
+
+        srv.storage.commit = gated_commit
+        try:
+            blocker = await gm.submit("advance_clock", {"seconds": 6})
+            while not batches:
+                await asyncio.sleep(0.01)
+            mine = await p1.submit("rest", {"char": t.chars["c_p1"], "kind": "night"}, id="mine")
+            retry = await gm.submit("advance_clock", {"seconds": 6}, id="old")
+            after = await gm.submit("advance_clock", {"seconds": 6}, id="after")
+            while len(host._items) < 3:
+                await asyncio.sleep(0.01)
+            gate.set()
+            replies = await asyncio.wait_for(asyncio.gather(blocker, mine, retry, after), 10)
+        finally:
+            srv.storage.commit = real_commit
+        assert ["mine", "old", "after"] in batches  # one batch, the old id in it
+        assert [r["t"] for r in replies] == ["ack"] * 4, replies
+        assert replies[2] == {**first, "dup": True}
+        rows = await srv.storage.patches(t.room, 0, host.v)
+        assert [r.cmd_id for r in rows].count("old") == 1 and "mine" in [r.cmd_id for r in rows]
+        await gm.close()
+        await p1.close()
+
+
 # --- the outbox budget: per room, server-wide ----------------------------------
 
 
