@@ -402,7 +402,8 @@ class Api:
         token is looked up, kept only if it fails (HelloGate), and a stored
         role that is not a room's (gm, player, observer) opens nothing."""
         deps, peer = self.deps, self._peer(request)
-        if not await deps.hello_gate.reserve(peer, deps.limits.hello_timeout):
+        deadline = deps.clock.monotonic() + deps.limits.hello_timeout
+        if not await deps.hello_gate.reserve(peer, deadline):
             log.info("HTTP request from %s refused: too many failed attempts", peer)
             raise Refusal("rate_limited", "too many failed attempts; wait and retry",
                           headers=[("Retry-After", "1")])  # fmt: skip

@@ -20,13 +20,20 @@ from sync_server.core.limits import FAILED_HELLO_BURST
 from sync_server.hosting.clock import FakeClock
 from sync_server.ops.logs import TextFormatter, escape_text
 from sync_server.storage.memory import MemoryStorage
-from sync_server.wire.protocol import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_UNAUTHENTICATED
+from sync_server.wire.protocol import (
+    CLOSE_HELLO_TIMEOUT,
+    CLOSE_INTERNAL,
+    CLOSE_POLICY,
+    CLOSE_UNAUTHENTICATED,
+)
 from tests.helpers.server import (
     Closed,
     connect,
     connect_admin,
     create_table,
     hello_refused,
+    msgpack_frame,
+    open_ws,
     running_server,
 )
 
@@ -133,6 +140,40 @@ async def test_concurrent_bad_hellos_cannot_pass_the_failed_hello_limit(tmp_path
         ok = await t.connect("p1")  # and an honest hello passes
         await ok.close()
         await gm.close()
+
+
+async def test_a_hello_waiting_at_the_gate_has_one_deadline_not_two(tmp_path: Path) -> None:
+    """Issue 19: the gate's wait for hellos in flight and the hello's read
+    each had their own `hello_timeout`, so a hello could hold its
+    connection twice as long. B waits at the gate 6 s (of 10) for A, then
+    reads: 5 s later its one deadline is past and it is closed 4408."""
+    clock = FakeClock()
+    async with running_server(tmp_path / "data", clock=clock, hello_timeout=10.0) as srv:
+        t = await create_table(srv.url)
+        gate = srv._deps.hello_gate
+        for _ in range(FAILED_HELLO_BURST - 1):  # the fake clock refills nothing
+            await hello_refused(srv.url, BAD_HELLO)
+
+        async def until_true(cond) -> None:
+            async with asyncio.timeout(10):
+                while not cond():
+                    await asyncio.sleep(0.01)
+
+        a = await open_ws(srv.url)  # takes the address's last failed hello
+        await until_true(lambda: sum(gate._inflight.values()) == 1)
+        b = await open_ws(srv.url)  # waits for A at the gate
+        await until_true(lambda: gate._released)
+        clock.advance(6.0)
+        await a.send(
+            msgpack_frame({"t": "hello", "proto": 1, "token": t.tokens["p1"], "room": "r1"})
+        )
+        await until_true(lambda: not gate._released)  # A's welcome let B in: B reads now
+        clock.advance(5.0)
+        async with asyncio.timeout(5):
+            await b.wait_closed()
+        assert b.close_code == CLOSE_HELLO_TIMEOUT
+        assert a.close_code is None  # A, welcomed, stays
+        await a.close()
 
 
 @pytest.mark.parametrize("unloaded", [False, True], ids=["room-loaded", "room-reloaded"])
