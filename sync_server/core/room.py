@@ -915,6 +915,12 @@ class RoomCore:
         found = self.state["users"].get(user)
         return None if found is None else rules.Viewer(user, found["role"])
 
+    def token_current(self, user: str, token_hash: bytes) -> bool:
+        """Whether `token_hash`, found as `user`'s token by a lookup, is still
+        theirs: no rotation or removal of it stored since this room loaded
+        (the host looks it up again for a room loaded after the lookup)."""
+        return self.token_changes.get(user, token_hash) == token_hash
+
     def join(
         self, user: str, since: int | None, token_hash: bytes | None = None
     ) -> tuple[dict[str, Any], str, int]:
@@ -925,7 +931,7 @@ class RoomCore:
         lookup and its join ends that token, and its hello must not get the
         new epoch. The welcome carries the user's view of the room."""
         found = self.state["users"].get(user)
-        stale = token_hash is not None and self.token_changes.get(user, token_hash) != token_hash
+        stale = token_hash is not None and not self.token_current(user, token_hash)
         # A room's users are gm, player or observer (rules.model.ROLES):
         # a stored role outside them (`admin` above all, which would make the
         # session the server's admin) opens nothing, whatever put it there.

@@ -24,8 +24,10 @@ from sync_server.wire.protocol import (
     CLOSE_HELLO_TIMEOUT,
     CLOSE_INTERNAL,
     CLOSE_POLICY,
+    CLOSE_REVOKED,
     CLOSE_UNAUTHENTICATED,
 )
+from tests.helpers.http import api, bearer, events
 from tests.helpers.server import (
     Closed,
     connect,
@@ -219,6 +221,80 @@ async def test_a_hello_authenticated_before_a_rotation_does_not_join_after_it(
         await p1.close()
         if not unloaded:
             await gm.close()
+
+
+@pytest.mark.parametrize("unloaded", [False, True], ids=["room-loaded", "room-reloaded"])
+@pytest.mark.parametrize("door", ["events", "command"])
+async def test_an_http_request_authenticated_before_a_rotation_opens_nothing_after_it(
+    tmp_path: Path, unloaded: bool, door: str
+) -> None:
+    """The HTTP door as the WebSocket one (above): p1's token is looked up,
+    the GM rotates it (stored), then the request goes on. An event stream
+    carried no token hash, so it joined after the rotation with the new
+    epoch (and a command ran under it); both are refused 401 now, also
+    when the room was unloaded and loaded again in between."""
+    async with running_server(tmp_path / "data", room_idle_unload_seconds=-1.0) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        stolen_hash = hash_token(t.tokens["p1"])
+        looked_up, go_on = asyncio.Event(), asyncio.Event()
+        real = srv.api.deps.find_token
+
+        async def slow_lookup(digest: bytes) -> tuple[str, str] | None:
+            found = await real(digest)
+            if digest == stolen_hash and not looked_up.is_set():
+                looked_up.set()
+                await go_on.wait()
+            return found
+
+        srv.api.deps = attrs.evolve(srv.api.deps, find_token=slow_lookup)
+        async with api(srv.http_url) as c:
+            if door == "events":
+                request = c.get(f"/api/v1/rooms/{t.room}/events", headers=bearer(t.tokens["p1"]))
+            else:
+                body = {"op": "rest", "args": {"char": t.chars["c_p1"], "kind": "night"}}
+                url = f"/api/v1/rooms/{t.room}/commands"
+                request = c.post(url, json=body, headers=bearer(t.tokens["p1"]))
+            stolen = asyncio.create_task(request)
+            try:
+                await looked_up.wait()
+                fresh = (await gm.ok("rotate_token", {"user": t.users["p1"]}))["result"]["token"]
+                if unloaded:
+                    await gm.close()
+                    for _ in range(500):  # once the server has seen the GM leave
+                        if t.room in await srv.rooms.unload_idle():
+                            break
+                        await asyncio.sleep(0.01)
+                    assert t.room not in srv.rooms.hosts
+            finally:
+                go_on.set()
+            response = await asyncio.wait_for(stolen, 10)
+            assert response.status_code == 401, response.text
+            async with events(c, t.room, fresh) as stream:  # the new token opens one
+                assert (await stream.next()).event == "snapshot"
+        host = await srv.rooms.get(t.room)
+        rows = await srv.storage.patches(t.room, 0, host.v)
+        assert not [r for r in rows if r.frame()["by"] == t.users["p1"]]  # nothing ran as p1
+        if not unloaded:
+            await gm.close()
+
+
+async def test_an_open_event_stream_is_closed_when_its_token_is_rotated(tmp_path: Path) -> None:
+    """Like a WebSocket session (4403), a stream opened with a token that is
+    then rotated ends: a `close` event, then the end of the stream."""
+    async with running_server(tmp_path / "data") as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        async with api(srv.http_url) as c, events(c, t.room, t.tokens["p1"]) as stream:
+            assert (await stream.next()).event == "snapshot"
+            await gm.ok("rotate_token", {"user": t.users["p1"]})
+            seen = await stream.next()
+            while seen.event != "close":
+                seen = await stream.next()
+            assert seen.data["code"] == CLOSE_REVOKED
+            with pytest.raises(EOFError):
+                await stream.next()
+        await gm.close()
 
 
 class _NobodyServes(MemoryStorage):
