@@ -55,7 +55,13 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import Views, version_views, view_key, view_ops_events
+from sync_server.storage.base import (
+    Views,
+    needs_snapshot,
+    version_views,
+    view_key,
+    view_ops_events,
+)
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS
 
@@ -138,6 +144,11 @@ class PatchView:
             return None if afford is None else ViewKey(None, False, afford)
         seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
         return ViewKey(seen, self._own(viewer), afford)
+
+    def needs_snapshot(self, viewer: rules.Viewer) -> bool:
+        """`viewer`'s view of this version was not rendered (past the cap of
+        views per version): it gets a snapshot, never this patch."""
+        return needs_snapshot(self.views, viewer)
 
     def exempt(self, key: Any) -> bool:
         """Viewers who see everything (the GM) get their own frame when the
@@ -773,7 +784,9 @@ class RoomCore:
                     f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
                 )
         key = (c.actor.user, c.cmd_id)
-        views = version_views(self.state, new_state, ops, events)
+        views = version_views(
+            self.state, new_state, ops, events, self.limits.max_stored_views_per_version
+        )
         record = VersionRecord(
             room=self.room_id,
             v=v,
@@ -792,7 +805,10 @@ class RoomCore:
             token_del=token_del,
             views=views,
         )
-        afford, afford_ops = self._afford_after(new_room, undo_after)
+        # The players whose view was not rendered get a snapshot, which
+        # works out their affordances then: not worked out here.
+        unrendered = frozenset(("player", u) for u in (views or {}).get("resync", ()))
+        afford, afford_ops = self._afford_after(new_room, undo_after, unrendered)
         view = PatchView(patch, views, afford_ops)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
@@ -814,29 +830,45 @@ class RoomCore:
     # --- affordances ----------------------------------------------------------
 
     def _affordances(
-        self, room: rules.Room, undo: rules.UndoEntry | None
+        self,
+        room: rules.Room,
+        undo: rules.UndoEntry | None,
+        only: Callable[[Any], bool] | None = None,
     ) -> dict[Any, dict[str, Any]]:
         """Each affordance class's affordances (`afford_class`): the GMs',
-        and each player's. Observers' never change: not kept."""
+        and each player's (those `only` accepts, when given). Observers'
+        never change: not kept."""
         viewers: dict[Any, rules.Viewer] = {}
         for uid, user in room.users.items():
             if user.role not in ("gm", "player"):  # observers (and a stored role
                 continue  # outside a room's: such a user can never join)
             viewer = rules.Viewer(uid, user.role)
             cls = afford_class(viewer)
-            if cls is not None and cls not in viewers:
+            if cls is not None and cls not in viewers and (only is None or only(cls)):
                 viewers[cls] = viewer
         found = rules.affordances_for(room, list(viewers.values()), undo, self._rule_table)
         return dict(zip(viewers, found, strict=True))
 
     def _afford_after(
-        self, room: rules.Room, undo: rules.UndoEntry | None
+        self,
+        room: rules.Room,
+        undo: rules.UndoEntry | None,
+        unrendered: frozenset[Any] = frozenset(),
     ) -> tuple[dict[Any, dict[str, Any]] | None, dict[Any, list[Any]]]:
         """The affordances after a command, and the ops that bring each
-        class's from the current ones to them (only classes that change)."""
+        class's from the current ones to them (only classes that change).
+
+        Only the classes known now are worked out, less `unrendered` (the
+        players whose view of this version was not rendered): a class is
+        left unknown while every session of it waits for a snapshot (or
+        none is open), and `affordances_of` works it out again when one is
+        sent (a snapshot, a welcome). So a century advance that concerns
+        98 players works out the affordances of the few it renders, not of
+        99 classes in one go."""
         if self.afford is None:
             return None, {}
-        after = self._affordances(room, undo)
+        known = self.afford
+        after = self._affordances(room, undo, lambda c: c in known and c not in unrendered)
         ops: dict[Any, list[Any]] = {}
         for cls, now in after.items():
             changed = rules.diff(self.afford.get(cls, {}), now, (AFFORDANCES,))
@@ -849,7 +881,12 @@ class RoomCore:
         cls = afford_class(viewer)
         if self.afford is not None and cls in self.afford:
             return self.afford[cls]
-        return rules.affordances(self.room, viewer, self.undo)
+        found = rules.affordances(self.room, viewer, self.undo)
+        if self.afford is not None and cls is not None and self._batch is None:
+            # Known again from now on (see `_afford_after`): its sessions
+            # get it whole with this view, and diffs of it after.
+            self.afford = {**self.afford, cls: found}
+        return found
 
     # --- joins and sync -------------------------------------------------------
 
@@ -872,6 +909,8 @@ class RoomCore:
             if viewer is None or (viewer.sees_all and self.afford is None):
                 return patches
             views = list(itertools.islice(self.recent_views, start, None))
+            if any(view.needs_snapshot(viewer) for view in views):
+                return None  # a version whose view of theirs was not rendered
             out = [view.render(viewer) for view in views]
             if self.afford is not None and out and since < self.loaded_v:
                 # Patches from the log carry no affordance ops: the last one

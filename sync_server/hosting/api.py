@@ -505,6 +505,8 @@ class Api:
         seen: list[dict[str, Any]] = []
 
         def patch_to(patch: dict[str, Any], view: Any) -> None:
+            if view is not None and view.needs_snapshot(viewer):
+                return  # past the cap of views: the ack has no patch, the stream a snapshot
             message = Message(patch, view)  # as the bus would render it for this viewer
             seen.append(message.frame_for(message.key(viewer), viewer))
 

@@ -113,16 +113,25 @@ class VersionRecord:
 # [ops, events]}}. "public" is what observers and every player without a
 # view class of their own get; "players" holds the players whose view of
 # this version differs from it (those owning a character that is not
-# `full`, before or after). The GM and admin get the plain patch.
+# `full`, before or after). The GM and admin get the plain patch. "resync"
+# (when present) lists the players whose own view was not rendered, past
+# the cap of views per version (limits.MAX_STORED_VIEWS_PER_VERSION): they
+# get no patch of this version, but a snapshot (`needs_snapshot`).
 Views = dict[str, Any]
 PUBLIC_VIEWER = Viewer(None, "observer")
 
 
 def version_views(
-    before: dict[str, Any], after: dict[str, Any], ops: list[Any], events: list[dict[str, Any]]
+    before: dict[str, Any],
+    after: dict[str, Any],
+    ops: list[Any],
+    events: list[dict[str, Any]],
+    max_players: int | None = None,
 ) -> Views | None:
     """What to store of a version for the viewers (see `Views`): None when
-    the rules say no viewer's patch differs from the plain one."""
+    the rules say no viewer's patch differs from the plain one. At most
+    `max_players` players' own views are rendered (None: all), the rest
+    listed under "resync"."""
     if not restricted(ops, events, before, after):
         return None
     memo = new_memo()  # status views shared by the renders of this version
@@ -132,14 +141,32 @@ def version_views(
     # others are rendered (a room of 98 players owning status patients costs
     # two renders for a hit on one NPC, not 99).
     classes = PatchClasses(before, after, ops, events)
+    resync: list[str] = []
     for user in sorted(private_owners(before) | private_owners(after)):
         viewer = Viewer(user, "player")
         if classes.key(viewer) == CLASS_PUBLIC:
             continue
+        if max_players is not None and len(players) + len(resync) >= max_players:
+            resync.append(user)
+            continue
         own = list(view_patch(before, after, ops, events, viewer, memo))
         if own != public:
             players[user] = own
-    return {"public": public, "players": players}
+    views: Views = {"public": public, "players": players}
+    if resync:
+        views["resync"] = resync
+    return views
+
+
+def needs_snapshot(views: Views | None, viewer: Viewer) -> bool:
+    """Whether `viewer`'s view of this version was not rendered (past the
+    cap: "resync"): it must get a snapshot instead of this version's patch."""
+    return (
+        views is not None
+        and not viewer.sees_all
+        and viewer.role == "player"
+        and viewer.user in views.get("resync", ())
+    )
 
 
 def view_key(views: Views, viewer: Viewer) -> Any:
@@ -153,7 +180,9 @@ def view_key(views: Views, viewer: Viewer) -> Any:
 
 
 def view_ops_events(views: Views, viewer: Viewer) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The (ops, events) a viewer who does not see everything gets."""
+    """The (ops, events) a viewer who does not see everything gets (for one
+    who `needs_snapshot`, the public ones: never more than its view, for a
+    history; its mirror takes a snapshot instead)."""
     key = view_key(views, viewer)
     ops, events = views["public"] if key == "public" else views["players"][viewer.user]
     return ops, events
