@@ -43,6 +43,7 @@ from sync_server.core.limits import Limits
 from sync_server.core.ratelimit import reply_cost
 from sync_server.core.room import (
     Answer,
+    Batch,
     CloseUsers,
     JoinRefused,
     Lost,
@@ -270,7 +271,7 @@ class RoomHost:
                 if target is not None:  # what the next undo reverts (the GM's affordances)
                     after = await storage.undo_target(self.room_id, target.v)
                 reader = StaticLog(target, after)
-            core.evaluate_batch(batch, reader)
+            await self._evaluate(batch, reader)
             if batch.records:
                 try:
                     await services.storage.commit(
@@ -286,7 +287,7 @@ class RoomHost:
                     if not known:
                         raise
                     batch = core.retry_known(batch, known)
-                    core.evaluate_batch(batch, reader)
+                    await self._evaluate(batch, reader)
                     if batch.records:
                         await services.storage.commit(
                             self.room_id, batch.records, batch.snapshot, expected=batch.expected
@@ -298,6 +299,26 @@ class RoomHost:
                 raise
             return
         self._carry_out(items, outputs)
+
+    async def _evaluate(self, batch: Batch, reader: StaticLog | None) -> None:
+        """`core.evaluate_batch`, off the event loop in a big room (limits:
+        OFF_LOOP_MIN_CHARACTERS). Safe: while it runs this room's worker
+        awaits it (its queue waits), and what readers outside the queue see
+        is the core's `committed`, changed only by `stored` on the loop."""
+        core = self.core
+        if len(core.room.characters) < self.services.limits.off_loop_min_characters:
+            core.evaluate_batch(batch, reader)
+            return
+        work = asyncio.ensure_future(asyncio.to_thread(core.evaluate_batch, batch, reader))
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # Cancelled (shutdown): the thread still holds the core; let it
+            # finish before the batch is rolled back.
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait((work,))
+            raise
 
     async def _stored_commands(
         self, keys: list[tuple[str, str]]

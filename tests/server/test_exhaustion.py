@@ -19,6 +19,7 @@ from websockets.asyncio.client import connect as ws_connect
 from rules import validate
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
+from sync_server.core.room import RoomCore
 from sync_server.hosting.admin_http import export_text
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import transfer
@@ -33,6 +34,7 @@ from tests.helpers.server import (
     connect_admin,
     create_table,
     on_both_transports,
+    open_ws,
     running_server,
 )
 
@@ -323,3 +325,96 @@ async def test_a_patch_is_rendered_for_at_most_the_cap_of_views(tmp_path, monkey
         assert all(f["v"] >= ack["v"] for c in snapshots for f in c.frames if f["t"] == "snapshot")
         for c in (gm, obs, *(c for c, _ in players)):
             await c.close()
+
+
+async def test_a_version_stores_at_most_the_cap_of_players_views(tmp_path) -> None:
+    """Issue 19: a century advance concerning 98 players rendered and stored
+    98 views of it (and worked out 99 classes of affordances) before it was
+    even sent, 330 ms per advance and undo. Now a version renders at most
+    `max_stored_views_per_version` players' own views; the others are
+    listed as needing a snapshot: they get one instead of the patch (even
+    with room under the live cap), a resume across the version gets one,
+    their affordances are worked out then, and every mirror, affordances
+    included, equals its view, also after later commands."""
+    async with running_server(
+        tmp_path, max_stored_views_per_version=2, max_view_classes_per_patch=10, rate=None
+    ) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        players = []
+        for i in range(5):
+            user = (await gm.ok("add_user", {"name": f"P{i}", "role": "player"}))["result"]
+            char = await gm.ok(
+                "add_character",
+                {**SHEET, "name": f"Pat{i}", "owner": user["user"], "shown": "status"},
+            )
+            c = await connect(srv.url, user["token"], t.room)
+            players.append((c, char["result"]["char"], user["token"]))
+        for c, char, _ in players:
+            await c.ok("rest", {"char": char, "kind": "short"})
+        obs = await t.connect("obs")
+        before = gm.v
+        ack = await gm.ok("advance_clock", {"seconds": 3600})  # every rest ends
+        (row,) = await srv.storage.patches(t.room, ack["v"] - 1, ack["v"])
+        assert row.views is not None and len(row.views["resync"]) == 3
+        assert len(row.views["players"]) <= 2
+        for c, char, _ in players:  # later commands: diffs of the affordances known again
+            await c.ok("rest", {"char": char, "kind": "short"})
+        last = (await gm.ok("update_room", {"name": "after"}))["v"]
+        for c in (obs, *(c for c, _, _ in players)):
+            await c.wait_v(last)
+            assert c.state == c.seen(gm.state), c.user
+        resynced = {c.user for c, _, _ in players if any(f["t"] == "snapshot" for f in c.frames)}
+        assert resynced == set(row.views["resync"])
+        for c, _, token in players:  # a resume across the version: a snapshot for those
+            ws = await open_ws(srv.url)
+            hello = {"t": "hello", "proto": 1, "token": token, "room": t.room, "since": before}
+            await ws.send(msgpack.packb(hello))
+            welcome = msgpack.unpackb(await ws.recv())
+            assert ("state" in welcome) == (c.user in resynced), welcome
+            assert ("patches" in welcome) == (c.user not in resynced), welcome
+            if "state" in welcome:
+                assert welcome["state"] == c.seen(gm.state)
+            await ws.close()
+        for c in (gm, obs, *(c for c, _, _ in players)):
+            await c.close()
+
+
+@pytest.mark.parametrize("chars", [2, 3])
+async def test_a_big_rooms_batches_are_evaluated_off_the_event_loop(
+    tmp_path, monkeypatch, chars
+) -> None:
+    """Issue 19: one command of a big room (a century advance over 98
+    patients, ~40 ms) was one slice of the event loop every other room
+    waited behind. A room of `off_loop_min_characters` characters or more
+    has its batches evaluated in a thread (its own queue waits; nothing
+    else of it changes: answers and mirrors as before); a smaller one
+    stays on the loop, where a command costs less than the hop."""
+    threads: list[str] = []
+    real = RoomCore.evaluate_batch
+
+    def spy(self, batch, reader=None):
+        threads.append(threading.current_thread().name)
+        return real(self, batch, reader)
+
+    monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
+    async with running_server(tmp_path, off_loop_min_characters=3, rate=None) as srv:
+        t = await create_table(srv.url)  # three characters
+        gm, obs = await t.connect("gm"), await t.connect("obs")
+        if chars == 2:
+            await gm.ok("remove_character", {"char": t.chars["c_npc"]})
+        threads.clear()
+        acks = await asyncio.gather(
+            *[await gm.submit("advance_clock", {"seconds": 6}) for _ in range(5)]
+        )
+        assert all(a["t"] == "ack" for a in acks)
+        undo = await gm.ok("undo")
+        await obs.wait_v(undo["v"])
+        assert obs.state == obs.seen(gm.state)
+        main = threading.main_thread().name
+        if chars >= 3:
+            assert threads and main not in threads
+        else:
+            assert set(threads) == {main}
+        await gm.close()
+        await obs.close()
