@@ -283,7 +283,7 @@ class RoomHost:
                     # The log's unique index refuses an id older than the
                     # dedup window: answer it as the duplicate it is and
                     # store the rest, rather than fail the whole batch.
-                    known = await self._stored_commands(core.stored_keys(batch))
+                    known = await self._stored_commands(core.stored_keys(batch), batch.expected)
                     if not known:
                         raise
                     batch = core.retry_known(batch, known)
@@ -321,13 +321,18 @@ class RoomHost:
             raise
 
     async def _stored_commands(
-        self, keys: list[tuple[str, str]]
+        self, keys: list[tuple[str, str]], head: int
     ) -> dict[tuple[str, str], DedupEntry]:
-        """Which of these (user, id) the room's log already holds."""
+        """Which of these (user, id) the room's log held before the batch (at
+        or below its head). None of them when one is stored past it: the
+        batch itself landed though its commit failed (a lost reply), and
+        answering it again as duplicates would hide that from the room."""
         found = {}
         for user, cmd_id in keys:
             entry = await self.services.storage.stored_command(self.room_id, user, cmd_id)
             if entry is not None:
+                if entry.v > head:
+                    return {}
                 found[(user, cmd_id)] = entry
         return found
 

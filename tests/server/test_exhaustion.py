@@ -22,7 +22,7 @@ from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
 from sync_server.core.room import RoomCore
 from sync_server.hosting.admin_http import export_text
 from sync_server.hosting.clock import FakeClock
-from sync_server.storage import transfer
+from sync_server.storage import StorageError, transfer
 from sync_server.testing.core import command, new_core
 from sync_server.wire.codec import Codec
 from sync_server.wire.protocol import MSGPACK
@@ -172,6 +172,30 @@ async def test_a_retry_older_than_the_window_spoils_no_other_command_of_its_batc
         assert [r.cmd_id for r in rows].count("old") == 1 and "mine" in [r.cmd_id for r in rows]
         await gm.close()
         await p1.close()
+
+
+async def test_a_batch_stored_though_its_commit_failed_is_not_answered_as_duplicates(
+    tmp_path,
+) -> None:
+    """The lookup of old ids after a refused commit answers only ids stored
+    before the batch: a commit that landed but whose reply was lost (its ids
+    stored past the head) stays `internal`, never a `dup` of itself."""
+    async with running_server(tmp_path, rate=None) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        real_commit = srv.storage.commit
+
+        async def lost_reply(room, records, snapshot, expected):
+            await real_commit(room, records, snapshot, expected)
+            raise StorageError("the connection dropped after the commit")
+
+        srv.storage.commit = lost_reply
+        try:
+            reply = await gm.cmd("advance_clock", {"seconds": 6}, id="landed")
+        finally:
+            srv.storage.commit = real_commit
+        assert reply["t"] == "error" and reply["code"] == "internal", reply
+        await gm.close()
 
 
 # --- the outbox budget: per room, server-wide ----------------------------------
