@@ -20,6 +20,7 @@ from sync_server.core.limits import FAILED_HELLO_BURST
 from sync_server.hosting.clock import FakeClock
 from sync_server.ops.logs import TextFormatter, escape_text
 from sync_server.storage.memory import MemoryStorage
+from sync_server.testing.contracts import stored_patches
 from sync_server.wire.protocol import (
     CLOSE_HELLO_TIMEOUT,
     CLOSE_INTERNAL,
@@ -273,7 +274,7 @@ async def test_an_http_request_authenticated_before_a_rotation_opens_nothing_aft
             async with events(c, t.room, fresh) as stream:  # the new token opens one
                 assert (await stream.next()).event == "snapshot"
         host = await srv.rooms.get(t.room)
-        rows = await srv.storage.patches(t.room, 0, host.v)
+        rows = await stored_patches(srv.storage, t.room, 0, host.v)
         assert not [r for r in rows if r.frame()["by"] == t.users["p1"]]  # nothing ran as p1
         if not unloaded:
             await gm.close()

@@ -23,6 +23,7 @@ from sync_server.core.room import RoomCore
 from sync_server.hosting.admin_http import export_text
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import StorageError, transfer
+from sync_server.testing.contracts import stored_patches
 from sync_server.testing.core import command, new_core
 from sync_server.wire.codec import Codec
 from sync_server.wire.protocol import MSGPACK
@@ -168,7 +169,7 @@ async def test_a_retry_older_than_the_window_spoils_no_other_command_of_its_batc
         assert ["mine", "old", "after"] in batches  # one batch, the old id in it
         assert [r["t"] for r in replies] == ["ack"] * 4, replies
         assert replies[2] == {**first, "dup": True}
-        rows = await srv.storage.patches(t.room, 0, host.v)
+        rows = await stored_patches(srv.storage, t.room, 0, host.v)
         assert [r.cmd_id for r in rows].count("old") == 1 and "mine" in [r.cmd_id for r in rows]
         await gm.close()
         await p1.close()
@@ -379,7 +380,7 @@ async def test_a_version_stores_at_most_the_cap_of_players_views(tmp_path) -> No
         obs = await t.connect("obs")
         before = gm.v
         ack = await gm.ok("advance_clock", {"seconds": 3600})  # every rest ends
-        (row,) = await srv.storage.patches(t.room, ack["v"] - 1, ack["v"])
+        (row,) = await stored_patches(srv.storage, t.room, ack["v"] - 1, ack["v"])
         assert row.views is not None and len(row.views["resync"]) == 3
         assert len(row.views["players"]) <= 2
         for c, char, _ in players:  # later commands: diffs of the affordances known again
