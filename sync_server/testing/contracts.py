@@ -909,6 +909,9 @@ class _ByViewer:
     def exempt(self, key: Any) -> bool:
         return key == "gm"
 
+    def needs_snapshot(self, viewer: Any) -> bool:
+        return False
+
 
 def _patch(v: int) -> dict[str, Any]:
     return {"t": "patch", "v": v, "ops": [["set", ["characters", "c1", "pv"], v]], "events": []}
