@@ -38,7 +38,7 @@ from rules.engine import (
 from rules.errors import Conflict, Forbidden, InvalidArgs, NotFound, Refused, RuleBroken, UnknownOp
 from rules.invariants import violations
 from rules.model import Character, Room, from_dict, to_dict
-from rules.patch import apply_ops, diff, invert
+from rules.patch import applied, apply_ops, diff, invert
 from rules.revert import revert
 from rules.view import (
     Viewer,
@@ -81,6 +81,7 @@ __all__ = [
     "affordances",
     "affordances_for",
     "apply",
+    "applied",
     "apply_ops",
     "authorize_undo",
     "diff",

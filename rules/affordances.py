@@ -43,6 +43,8 @@ from rules import clock, initiative, roster, stability, stabilizing
 from rules.context import Actor
 from rules.engine import (
     OPS,
+    OWNER_OR_GM,
+    UNTEND,
     OpSpec,
     authorize,
     authorize_role,
@@ -668,12 +670,22 @@ def _affordances(
     scan = _Scan(room, actor, seen, seen_ids, table)
     allowed, per_char = table.ops_for(actor)
     last = table.last.get(viewer.user)
+    # A player's per-character ops are all the owner's (O) or the owners'
+    # of the patient or its healer (UNTEND): `authorize` refuses them every
+    # one for a character they own neither of, so its entries are skipped
+    # without working them out (a room of 98 players: 98 characters each,
+    # after a century advance, for one that can have any).
+    owners_only = not actor.is_gm and all(
+        spec.role in (OWNER_OR_GM, UNTEND) for _, spec, _, _ in per_char
+    )
     chars: dict[str, dict[str, Any]] = {}
     for c in seen:
+        healer = room.characters.get(c.healer) if c.healer is not None else None
+        if owners_only and actor.user != c.owner and (healer is None or actor.user != healer.owner):
+            continue
         # Everything the steady entries of this character read (RuleTable's
         # keys, the owners that authorize reads, what the viewer sees):
         # while it is the same, so are they.
-        healer = room.characters.get(c.healer) if c.healer is not None else None
         key = (c, table.patients, seen_ids, None if healer is None else healer.owner)
         found = table.per_char.get((viewer.user, c.id))
         if found is not None and found[0] == key:

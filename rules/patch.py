@@ -89,6 +89,39 @@ def invert(ops: list[Op], old: dict[str, Any]) -> list[Op]:
     return inverse
 
 
+def applied(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
+    """`apply_ops(copy.deepcopy(state), ops)`, copy-on-write: a new state
+    that shares with `state` every part the ops do not touch (each dict on
+    an op's path is copied once, shallow), so its cost follows the ops, not
+    the state (an undo copied a 98-character room whole; an import's views,
+    each of 2,000 versions of a 200-character one). Neither state may then
+    be changed in place where they share: callers read it, or copy first.
+    `state` itself is never changed; the errors are apply_ops's."""
+    root = dict(state)
+    copied = {id(root)}
+    for op in ops:
+        kind, path = op[0], op[1]
+        if not path:
+            raise ValueError("an op needs a non-empty path")
+        for key in path:
+            if type(key) is not str or key in FORBIDDEN_KEYS:
+                raise ValueError(f"an op's path may not hold {key!r}")
+        target = root
+        for key in path[:-1]:
+            child = target[key]
+            if type(child) is dict and id(child) not in copied:
+                child = target[key] = dict(child)
+                copied.add(id(child))
+            target = child
+        if kind == "set":
+            target[path[-1]] = copy.deepcopy(op[2])
+        elif kind == "del":
+            del target[path[-1]]
+        else:
+            raise ValueError(f"unknown patch op {kind!r}")
+    return root
+
+
 def apply_ops(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
     """Apply `ops` to `state` in place and return it. Values are copied in,
     so the caller's ops never alias the state."""

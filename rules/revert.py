@@ -19,7 +19,7 @@ from typing import Any
 from rules.errors import Conflict, RuleBroken
 from rules.invariants import violations
 from rules.model import Room
-from rules.patch import apply_ops
+from rules.patch import applied
 from rules.schema import state_problems
 
 
@@ -27,14 +27,26 @@ def revert(room: Room, state: dict[str, Any], inverse: list[Any], v: int) -> Roo
     """The room with version `v`'s command reverted; `state` is `room`'s dict
     form (the server has it already), `inverse` the ops stored with `v`."""
     try:
-        restored = apply_ops(copy.deepcopy(state), inverse)
+        # Copy-on-write: what the inverse does not touch is shared with
+        # `state` (read only here), not deep-copied (~5 ms for 98 characters).
+        restored = applied(state, inverse)
     except (KeyError, TypeError, IndexError, ValueError):
         raise Conflict(f"version {v} can no longer be undone")
     restored["users"] = copy.deepcopy(state["users"])
     restored["next_user"] = state.get("next_user", restored.get("next_user"))
-    for char in restored.get("characters", {}).values():
-        if char.get("owner") is not None and char["owner"] not in restored["users"]:
-            char["owner"] = None
+    chars = restored.get("characters", {})
+    if isinstance(chars, dict):
+        orphans = [
+            cid
+            for cid, char in chars.items()
+            if isinstance(char, dict)
+            and char.get("owner") is not None
+            and char["owner"] not in restored["users"]
+        ]
+        if orphans:
+            chars = restored["characters"] = dict(chars)  # shared with `state`: copied first
+            for cid in orphans:
+                chars[cid] = {**chars[cid], "owner": None}
     problems = state_problems(restored)
     if problems:
         raise RuleBroken(f"undoing version {v} would give an invalid state ({problems[0]})")

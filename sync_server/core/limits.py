@@ -192,6 +192,27 @@ TRIM_DELAY_SECONDS = 0.5
 # A table of five players with two private views never reaches it.
 MAX_VIEW_CLASSES_PER_PATCH = 4
 
+# Players whose own view of one version is rendered and stored with it (a
+# player owning a character that is not `full`, whom the version concerns).
+# Each is a render of everything the version touches: 98 players owning
+# `status` patients cost 98 renders of a century advance (~3 ms each, 330 ms
+# of the event loop per advance and undo, before the patch was even sent).
+# Past it the others' views are not rendered: the version lists them as
+# needing a snapshot (storage.base `Views`, "resync"), so they get no patch
+# of it, live (the bus holds them, as past MAX_VIEW_CLASSES_PER_PATCH) or on
+# a resume (a snapshot instead). Same value: the live cap renders no more.
+MAX_STORED_VIEWS_PER_VERSION = MAX_VIEW_CLASSES_PER_PATCH
+
+# A room with at least this many characters has its batches evaluated off
+# the event loop (a thread; the room's queue waits, other rooms go on). Why:
+# one command of such a room may cost tens of milliseconds (a century
+# advance over 98 stable patients: the rules, the diff, the views and the
+# GM's affordances of every character, ~40 ms), all of it one slice of the
+# loop that every other room waited behind (their p99 8 ms -> 74 ms). In a
+# thread the interpreter hands the loop its turn every switch interval. A
+# small room's command (~0.2 ms) would pay more for the hop than it blocks.
+OFF_LOOP_MIN_CHARACTERS = 40
+
 # --- Rooms ----------------------------------------------------------------
 
 # Commands one session may have queued in its room and not yet answered.
@@ -316,6 +337,8 @@ class Limits:
     outbox_room_max_bytes: int = OUTBOX_ROOM_MAX_BYTES
     outbox_total_max_bytes: int = OUTBOX_TOTAL_MAX_BYTES
     max_view_classes_per_patch: int = MAX_VIEW_CLASSES_PER_PATCH
+    max_stored_views_per_version: int = MAX_STORED_VIEWS_PER_VERSION
+    off_loop_min_characters: int = OFF_LOOP_MIN_CHARACTERS
     max_inflight_per_session: int = MAX_INFLIGHT_PER_SESSION
     max_command_batch: int = MAX_COMMAND_BATCH
     recent_patches_in_memory: int = RECENT_PATCHES_IN_MEMORY

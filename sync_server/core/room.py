@@ -47,8 +47,21 @@ from rules.model import TOUCHED_CUTOVER
 from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
-from sync_server.storage import LoadedRoom, RoomDeleted, UndoTarget, VersionConflict, VersionRecord
-from sync_server.storage.base import Views, version_views, view_key, view_ops_events
+from sync_server.storage import (
+    DedupEntry,
+    LoadedRoom,
+    RoomDeleted,
+    UndoTarget,
+    VersionConflict,
+    VersionRecord,
+)
+from sync_server.storage.base import (
+    Views,
+    needs_snapshot,
+    version_views,
+    view_key,
+    view_ops_events,
+)
 from sync_server.wire import protocol
 from sync_server.wire.codec import CODECS
 
@@ -131,6 +144,11 @@ class PatchView:
             return None if afford is None else ViewKey(None, False, afford)
         seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
         return ViewKey(seen, self._own(viewer), afford)
+
+    def needs_snapshot(self, viewer: rules.Viewer) -> bool:
+        """`viewer`'s view of this version was not rendered (past the cap of
+        views per version): it gets a snapshot, never this patch."""
+        return needs_snapshot(self.views, viewer)
 
     def exempt(self, key: Any) -> bool:
         """Viewers who see everything (the GM) get their own frame when the
@@ -287,6 +305,10 @@ class Batch:
 
     commands: list[CommandIn]
     reads_log: bool
+    # Commands the log holds but the dedup window no longer does (looked up
+    # by the host after the log's unique index refused them: `retry_known`),
+    # by (user, id): answered as the duplicates they are.
+    known: dict[tuple[str, str], DedupEntry] = attrs.Factory(dict)
     decisions: list[Decision] = attrs.Factory(list)
     records: list[VersionRecord] = attrs.Factory(list)
     snapshot: tuple[int, dict[str, Any]] | None = None
@@ -358,6 +380,8 @@ class RoomCore:
         self.recent_tokens = recent_tokens
         self.check_invariants = check_invariants
         self._batch: _Batch | None = None
+        # The open Batch's `known` while `evaluate_batch` runs.
+        self._known: dict[tuple[str, str], DedupEntry] = {}
         # Patches up to this version came from the log: they carry no
         # affordance ops (those are not stored; see `patches_after`).
         self.loaded_v = loaded.v
@@ -398,8 +422,12 @@ class RoomCore:
     def evaluate_batch(self, batch: Batch, reader: LogReader | None = None) -> None:
         """Evaluate every command of `batch` into the open batch; say what to
         store. Never raises for a command (each failure is its `internal`)."""
-        for c in batch.commands:
-            batch.decisions.append(self.evaluate(c, reader))
+        self._known = batch.known
+        try:
+            for c in batch.commands:
+                batch.decisions.append(self.evaluate(c, reader))
+        finally:
+            self._known = {}
         batch.records = self.pending
         batch.snapshot = self.snapshot_due() if batch.records else None
         batch.expected = self.base_v
@@ -409,6 +437,22 @@ class RoomCore:
         tokens it minted, then per command its patch, its answer, the
         sessions it ends."""
         return [*self.commit(), *self._outputs(batch.decisions)]
+
+    def stored_keys(self, batch: Batch) -> list[tuple[str, str]]:
+        """The (user, id) of each command the batch would store: when the
+        log refuses the batch, the host looks these up (`retry_known`)."""
+        return [(r.user, r.cmd_id) for r in batch.records if r.cmd_id is not None]
+
+    def retry_known(self, batch: Batch, known: dict[tuple[str, str], DedupEntry]) -> Batch:
+        """The log refused `batch` and holds some of its ids, older than the
+        dedup window (`known`): restore the room and begin the same
+        commands again, those answered as duplicates (their first version
+        and result), so that the others of the batch are not failed for
+        them (docs/protocol.md, Retries)."""
+        self.rollback(batch.decisions)
+        again = self.begin(batch.commands)
+        again.known = {**batch.known, **known}
+        return again
 
     def failed(self, batch: Batch, error: BaseException) -> list[Output]:
         """The batch could not be stored (or something failed before):
@@ -549,6 +593,9 @@ class RoomCore:
         a session whose token was rotated or whose user was removed is done."""
         key = (c.actor.user, c.cmd_id)
         entry = self.dedup.get(key)
+        if entry is None and key in self._known:
+            old = self._known[key]
+            entry = (old.v, old.result, old.ts)
         if entry is not None:
             v, result, _ = entry
             result = dict(result)
@@ -737,7 +784,9 @@ class RoomCore:
                     f"{self.limits.max_patch_bytes}); split it, e.g. advance the clock in steps",
                 )
         key = (c.actor.user, c.cmd_id)
-        views = version_views(self.state, new_state, ops, events)
+        views = version_views(
+            self.state, new_state, ops, events, self.limits.max_stored_views_per_version
+        )
         record = VersionRecord(
             room=self.room_id,
             v=v,
@@ -756,7 +805,10 @@ class RoomCore:
             token_del=token_del,
             views=views,
         )
-        afford, afford_ops = self._afford_after(new_room, undo_after)
+        # The players whose view was not rendered get a snapshot, which
+        # works out their affordances then: not worked out here.
+        unrendered = frozenset(("player", u) for u in (views or {}).get("resync", ()))
+        afford, afford_ops = self._afford_after(new_room, undo_after, unrendered)
         view = PatchView(patch, views, afford_ops)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
@@ -778,29 +830,45 @@ class RoomCore:
     # --- affordances ----------------------------------------------------------
 
     def _affordances(
-        self, room: rules.Room, undo: rules.UndoEntry | None
+        self,
+        room: rules.Room,
+        undo: rules.UndoEntry | None,
+        only: Callable[[Any], bool] | None = None,
     ) -> dict[Any, dict[str, Any]]:
         """Each affordance class's affordances (`afford_class`): the GMs',
-        and each player's. Observers' never change: not kept."""
+        and each player's (those `only` accepts, when given). Observers'
+        never change: not kept."""
         viewers: dict[Any, rules.Viewer] = {}
         for uid, user in room.users.items():
             if user.role not in ("gm", "player"):  # observers (and a stored role
                 continue  # outside a room's: such a user can never join)
             viewer = rules.Viewer(uid, user.role)
             cls = afford_class(viewer)
-            if cls is not None and cls not in viewers:
+            if cls is not None and cls not in viewers and (only is None or only(cls)):
                 viewers[cls] = viewer
         found = rules.affordances_for(room, list(viewers.values()), undo, self._rule_table)
         return dict(zip(viewers, found, strict=True))
 
     def _afford_after(
-        self, room: rules.Room, undo: rules.UndoEntry | None
+        self,
+        room: rules.Room,
+        undo: rules.UndoEntry | None,
+        unrendered: frozenset[Any] = frozenset(),
     ) -> tuple[dict[Any, dict[str, Any]] | None, dict[Any, list[Any]]]:
         """The affordances after a command, and the ops that bring each
-        class's from the current ones to them (only classes that change)."""
+        class's from the current ones to them (only classes that change).
+
+        Only the classes known now are worked out, less `unrendered` (the
+        players whose view of this version was not rendered): a class is
+        left unknown while every session of it waits for a snapshot (or
+        none is open), and `affordances_of` works it out again when one is
+        sent (a snapshot, a welcome). So a century advance that concerns
+        98 players works out the affordances of the few it renders, not of
+        99 classes in one go."""
         if self.afford is None:
             return None, {}
-        after = self._affordances(room, undo)
+        known = self.afford
+        after = self._affordances(room, undo, lambda c: c in known and c not in unrendered)
         ops: dict[Any, list[Any]] = {}
         for cls, now in after.items():
             changed = rules.diff(self.afford.get(cls, {}), now, (AFFORDANCES,))
@@ -813,7 +881,12 @@ class RoomCore:
         cls = afford_class(viewer)
         if self.afford is not None and cls in self.afford:
             return self.afford[cls]
-        return rules.affordances(self.room, viewer, self.undo)
+        found = rules.affordances(self.room, viewer, self.undo)
+        if self.afford is not None and cls is not None and self._batch is None:
+            # Known again from now on (see `_afford_after`): its sessions
+            # get it whole with this view, and diffs of it after.
+            self.afford = {**self.afford, cls: found}
+        return found
 
     # --- joins and sync -------------------------------------------------------
 
@@ -836,6 +909,8 @@ class RoomCore:
             if viewer is None or (viewer.sees_all and self.afford is None):
                 return patches
             views = list(itertools.islice(self.recent_views, start, None))
+            if any(view.needs_snapshot(viewer) for view in views):
+                return None  # a version whose view of theirs was not rendered
             out = [view.render(viewer) for view in views]
             if self.afford is not None and out and since < self.loaded_v:
                 # Patches from the log carry no affordance ops: the last one
@@ -879,6 +954,12 @@ class RoomCore:
         found = self.state["users"].get(user)
         return None if found is None else rules.Viewer(user, found["role"])
 
+    def token_current(self, user: str, token_hash: bytes) -> bool:
+        """Whether `token_hash`, found as `user`'s token by a lookup, is still
+        theirs: no rotation or removal of it stored since this room loaded
+        (the host looks it up again for a room loaded after the lookup)."""
+        return self.token_changes.get(user, token_hash) == token_hash
+
     def join(
         self, user: str, since: int | None, token_hash: bytes | None = None
     ) -> tuple[dict[str, Any], str, int]:
@@ -889,7 +970,7 @@ class RoomCore:
         lookup and its join ends that token, and its hello must not get the
         new epoch. The welcome carries the user's view of the room."""
         found = self.state["users"].get(user)
-        stale = token_hash is not None and self.token_changes.get(user, token_hash) != token_hash
+        stale = token_hash is not None and not self.token_current(user, token_hash)
         # A room's users are gm, player or observer (rules.model.ROLES):
         # a stored role outside them (`admin` above all, which would make the
         # session the server's admin) opens nothing, whatever put it there.

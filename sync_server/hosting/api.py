@@ -99,6 +99,9 @@ class Call:
     user: str
     role: str
     bucket: TokenBucket | None
+    # The authenticated token's hash: a stream's join checks it is still the
+    # user's (a rotation stored meanwhile ends it, as for a WebSocket hello).
+    digest: bytes
 
 
 def route_of(path: str) -> tuple[str, str | None, str]:
@@ -385,10 +388,10 @@ class Api:
         assert room is not None
         if self.deps.shutting_down():
             raise Refusal("internal", "the server is shutting down; retry later")
-        host, user, role = await self._authenticate(request, room)
+        host, user, role, digest = await self._authenticate(request, room)
         bucket = request_bucket(self.deps, role, room, user)
         self._allow(bucket)
-        call = Call(request, conn, cors, host, user, role, bucket)
+        call = Call(request, conn, cors, host, user, role, bucket, digest)
         await {
             "commands": self._command,
             "state": self._state,
@@ -396,13 +399,19 @@ class Api:
             "events": self._events,
         }[route](call)
 
-    async def _authenticate(self, request: HttpRequest, room: str) -> tuple[RoomHost, str, str]:
-        """(the room's host, the user, their role), as a hello checks them:
-        one failed attempt reserved from the address's allowance before the
-        token is looked up, kept only if it fails (HelloGate), and a stored
-        role that is not a room's (gm, player, observer) opens nothing."""
+    async def _authenticate(
+        self, request: HttpRequest, room: str
+    ) -> tuple[RoomHost, str, str, bytes]:
+        """(the room's host, the user, their role, the token's hash), as a
+        hello checks them: one failed attempt reserved from the address's
+        allowance before the token is looked up, kept only if it fails
+        (HelloGate); a stored role that is not a room's (gm, player,
+        observer) opens nothing; and a room loaded after the lookup has the
+        token looked up again (the new host never saw a rotation stored
+        before its load)."""
         deps, peer = self.deps, self._peer(request)
-        if not await deps.hello_gate.reserve(peer, deps.limits.hello_timeout):
+        deadline = deps.clock.monotonic() + deps.limits.hello_timeout
+        if not await deps.hello_gate.reserve(peer, deadline):
             log.info("HTTP request from %s refused: too many failed attempts", peer)
             raise Refusal("rate_limited", "too many failed attempts; wait and retry",
                           headers=[("Retry-After", "1")])  # fmt: skip
@@ -411,6 +420,7 @@ class Api:
             scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
             token = token.strip()
             found = None
+            digest, looked_up = b"", deps.rooms.loads  # room loads begun before the lookup
             if scheme.lower() == "bearer" and plausible_token(token):
                 digest = hash_token(token)
                 if not same_hash(digest, deps.admin_hash):  # the admin token has no room
@@ -425,11 +435,22 @@ class Api:
                     if request.query:
                         target += "?" + request.query
                     raise Moved(target)
+                if located is not None and located.load_seq > looked_up:
+                    held = located
+                    held.hellos += 1  # held meanwhile (not unloaded as idle)
+                    try:
+                        again = await deps.find_token(digest)
+                    finally:
+                        held.hellos -= 1
+                    if again != found:
+                        located = None
                 if located is not None:
                     user = found[1]
                     role = role_of(located.state, user)
-                    if role in ROOM_ROLES:
-                        return located, user, role
+                    # A rotation stored since the lookup: the token is over
+                    # (a command would get the new epoch, a stream join it).
+                    if role in ROOM_ROLES and located.core.token_current(user, digest):
+                        return located, user, role, digest
             log.info("HTTP request from %s refused: bad token or room", peer)
             failed = True
             raise unauthenticated()
@@ -484,6 +505,8 @@ class Api:
         seen: list[dict[str, Any]] = []
 
         def patch_to(patch: dict[str, Any], view: Any) -> None:
+            if view is not None and view.needs_snapshot(viewer):
+                return  # past the cap of views: the ack has no patch, the stream a snapshot
             message = Message(patch, view)  # as the bus would render it for this viewer
             seen.append(message.frame_for(message.key(viewer), viewer))
 
@@ -594,7 +617,7 @@ class Api:
                 bucket.charge(deps.clock.monotonic(), cost)
 
         try:
-            host.submit(Join(stream, user, since, fut, charge))
+            host.submit(Join(stream, user, since, fut, charge, call.digest))
             await fut
         except RoomClosed:
             raise self._gone(host)

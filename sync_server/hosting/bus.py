@@ -54,6 +54,11 @@ class FrameView(Protocol):
         """A group the cap of views per frame never holds back."""
         ...
 
+    def needs_snapshot(self, viewer: Any) -> bool:
+        """A viewer whose view of this frame was never rendered (past the
+        cap of views a version stores): it gets a snapshot instead."""
+        ...
+
 
 def encode(codec: Codec, frame: dict[str, Any]) -> bytes:
     """`frame` as `codec` puts it on the wire (JSON as UTF-8 bytes)."""
@@ -94,6 +99,15 @@ class Message:
         (`hold`: a snapshot of its view, later) instead. The rule is
         written once, here, for every kind of sink."""
         key = self.key(sink.viewer)
+        if (
+            self.on_overflow is not None
+            and self.view is not None
+            and sink.viewer is not None
+            and self.view.needs_snapshot(sink.viewer)
+        ):  # past the cap of views the version stored: no patch to render
+            sink.stale = True
+            self.on_overflow(sink)
+            return HELD
         if key is None or self.max_keys is None or self.on_overflow is None:
             return key
         if self.view is not None and self.view.exempt(key):

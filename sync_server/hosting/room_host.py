@@ -43,6 +43,7 @@ from sync_server.core.limits import Limits
 from sync_server.core.ratelimit import reply_cost
 from sync_server.core.room import (
     Answer,
+    Batch,
     CloseUsers,
     JoinRefused,
     Lost,
@@ -69,7 +70,7 @@ from sync_server.hosting.work import (
 )
 from sync_server.ops.activity import Activity
 from sync_server.ops.metrics import Metrics
-from sync_server.storage import Storage
+from sync_server.storage import DedupEntry, Storage, StorageError, VersionConflict
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
@@ -270,11 +271,27 @@ class RoomHost:
                 if target is not None:  # what the next undo reverts (the GM's affordances)
                     after = await storage.undo_target(self.room_id, target.v)
                 reader = StaticLog(target, after)
-            core.evaluate_batch(batch, reader)
+            await self._evaluate(batch, reader)
             if batch.records:
-                await services.storage.commit(
-                    self.room_id, batch.records, batch.snapshot, expected=batch.expected
-                )
+                try:
+                    await services.storage.commit(
+                        self.room_id, batch.records, batch.snapshot, expected=batch.expected
+                    )
+                except VersionConflict:
+                    raise
+                except StorageError:
+                    # The log's unique index refuses an id older than the
+                    # dedup window: answer it as the duplicate it is and
+                    # store the rest, rather than fail the whole batch.
+                    known = await self._stored_commands(core.stored_keys(batch), batch.expected)
+                    if not known:
+                        raise
+                    batch = core.retry_known(batch, known)
+                    await self._evaluate(batch, reader)
+                    if batch.records:
+                        await services.storage.commit(
+                            self.room_id, batch.records, batch.snapshot, expected=batch.expected
+                        )
             outputs = core.stored(batch)
         except BaseException as exc:
             self._carry_out(items, core.failed(batch, exc))
@@ -282,6 +299,42 @@ class RoomHost:
                 raise
             return
         self._carry_out(items, outputs)
+
+    async def _evaluate(self, batch: Batch, reader: StaticLog | None) -> None:
+        """`core.evaluate_batch`, off the event loop in a big room (limits:
+        OFF_LOOP_MIN_CHARACTERS). Safe: while it runs this room's worker
+        awaits it (its queue waits), and what readers outside the queue see
+        is the core's `committed`, changed only by `stored` on the loop."""
+        core = self.core
+        if len(core.room.characters) < self.services.limits.off_loop_min_characters:
+            core.evaluate_batch(batch, reader)
+            return
+        work = asyncio.ensure_future(asyncio.to_thread(core.evaluate_batch, batch, reader))
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # Cancelled (shutdown): the thread still holds the core; let it
+            # finish before the batch is rolled back.
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait((work,))
+            raise
+
+    async def _stored_commands(
+        self, keys: list[tuple[str, str]], head: int
+    ) -> dict[tuple[str, str], DedupEntry]:
+        """Which of these (user, id) the room's log held before the batch (at
+        or below its head). None of them when one is stored past it: the
+        batch itself landed though its commit failed (a lost reply), and
+        answering it again as duplicates would hide that from the room."""
+        found = {}
+        for user, cmd_id in keys:
+            entry = await self.services.storage.stored_command(self.room_id, user, cmd_id)
+            if entry is not None:
+                if entry.v > head:
+                    return {}
+                found[(user, cmd_id)] = entry
+        return found
 
     def _carry_out(self, items: list[Command], outputs: list[Output]) -> None:
         """Perform the core's outputs in order; one failure (a sink, a

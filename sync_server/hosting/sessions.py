@@ -91,13 +91,14 @@ class HelloGate:
         self._inflight: dict[str, int] = {}
         self._released: dict[str, asyncio.Event] = {}
 
-    async def reserve(self, peer: str, wait: float) -> bool:
+    async def reserve(self, peer: str, deadline: float) -> bool:
         """Reserve one failed hello for `peer`; False when its allowance is
-        spent (and stays so for `wait` seconds of hellos in flight)."""
+        spent (and stays so, with hellos in flight, until the clock port
+        reads `deadline`: the hello's own, which its read shares)."""
         if self.buckets is None:
             return True
         try:
-            async with self.clock.timeout(wait):
+            async with self.clock.timeout(deadline - self.clock.monotonic()):
                 while True:
                     now = self.clock.monotonic()
                     if self.buckets.get(peer, now).allow(now, 1.0):
@@ -308,10 +309,14 @@ class Session:
         limits = self.deps.limits
         # One failed hello reserved at the accept (HelloGate), before the
         # hello is read; given back unless it fails.
-        allowed = await self.deps.hello_gate.reserve(self.peer, limits.hello_timeout)
+        # One deadline for the wait at the gate and the hello's read: a hello
+        # takes at most `hello_timeout` from the accept (each had its own).
+        clock = self.deps.clock
+        deadline = clock.monotonic() + limits.hello_timeout
+        allowed = await self.deps.hello_gate.reserve(self.peer, deadline)
         self._hello_reserved = allowed and self.deps.hello_failures is not None
         action: HelloAction = core.start(
-            allowed, limits.hello_timeout, limits.hello_penalty_seconds
+            allowed, deadline - clock.monotonic(), limits.hello_penalty_seconds
         )
         host: RoomHost | None = None
         digest, found, looked_up = b"", None, 0  # the token, its owner, loads before its lookup

@@ -115,6 +115,13 @@ class MemoryStorage:
         ]
         return StoredRoom(room, snap_v, copy.deepcopy(r.snapshots[snap_v]), log, dedup)
 
+    async def stored_command(self, room: str, user: str, cmd_id: str) -> DedupEntry | None:
+        r = self._rooms.get(room)
+        if r is None or (user, cmd_id) not in r.cmd_ids:
+            return None
+        rec = next(rec for rec in r.versions.values() if (rec.user, rec.cmd_id) == (user, cmd_id))
+        return DedupEntry(user, cmd_id, rec.v, copy.deepcopy(rec.result), rec.ts)
+
     async def commit(
         self,
         room: str,

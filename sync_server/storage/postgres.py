@@ -655,6 +655,19 @@ class PgStorage:
         dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4]) for r in dedup_rows]
         return StoredRoom(room, snap_v, _unpack(state), log_rows, dedup)
 
+    async def stored_command(self, room: str, user: str, cmd_id: str) -> DedupEntry | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                "SELECT v, result, ts FROM versions"
+                " WHERE room = $1 AND user_id = $2 AND cmd_id = $3",
+                room,
+                user,
+                cmd_id,
+            )
+        if row is None:
+            return None
+        return DedupEntry(user, cmd_id, row[0], _unpack(row[1]), row[2])
+
     async def commit(
         self,
         room: str,

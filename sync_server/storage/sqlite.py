@@ -662,6 +662,19 @@ class SqliteStorage:
 
         return await self._submit(q, write=False)
 
+    async def stored_command(self, room: str, user: str, cmd_id: str) -> DedupEntry | None:
+        def q(conn: sqlite3.Connection) -> DedupEntry | None:
+            row = conn.execute(  # the unique index versions_cmd
+                "SELECT v, rec FROM versions WHERE room = ? AND user = ? AND cmd_id = ?",
+                (room, user, cmd_id),
+            ).fetchone()
+            if row is None:
+                return None
+            f = _unpack(row[1])
+            return DedupEntry(user, cmd_id, row[0], f["result"], f["ts"])
+
+        return await self._submit(q, write=False)
+
     async def commit(
         self,
         room: str,

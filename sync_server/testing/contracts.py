@@ -50,6 +50,7 @@ from sync_server.core.auth import hash_token
 from sync_server.hosting.bus import RoomBus
 from sync_server.storage import (
     AdminRecord,
+    DedupEntry,
     Fenced,
     PatchRow,
     RoomDeleted,
@@ -167,6 +168,24 @@ async def the_dedup_window_is_loaded_by_count_and_age(store: Storage) -> None:
     assert stored is not None
     assert stored is not None and [d.cmd_id for d in stored.dedup] == ["c5", "c6"]
     assert [p.v for p in stored.log] == [1, 2, 3, 4, 5, 6]  # the log itself is whole
+
+
+async def a_stored_command_is_found_past_the_dedup_window(store: Storage) -> None:
+    """Issue 19: a command id is found by (user, id) in the whole log, with
+    its version and result, also when the dedup window no longer holds it;
+    another user's same id, another room's, or an unknown one is None."""
+    await make_room(store)
+    await make_room(store, "r2", token="gm-token-2")
+    old = record(1, "old", result={"char": "c1"}, ts=5.0)
+    await store.commit("r1", [old, *(record(v) for v in range(2, 7))], None, 0)
+    stored = await store.load_room("r1", 100, 2)
+    assert stored is not None and "old" not in [d.cmd_id for d in stored.dedup]
+    found = await store.stored_command("r1", "u1", "old")
+    assert found == DedupEntry("u1", "old", 1, {"char": "c1"}, 5.0)
+    assert await store.stored_command("r1", "u2", "old") is None
+    assert await store.stored_command("r2", "u1", "old") is None
+    assert await store.stored_command("r1", "u1", "never") is None
+    assert await store.stored_command("nope", "u1", "old") is None
 
 
 async def a_commit_on_a_stale_head_is_fenced_and_stores_nothing(store: Storage) -> None:
@@ -440,6 +459,7 @@ STORAGE_CHECKS: list[Callable[[Storage], Awaitable[None]]] = [
     a_new_room_is_at_version_zero,
     commits_append_versions_that_replay,
     the_dedup_window_is_loaded_by_count_and_age,
+    a_stored_command_is_found_past_the_dedup_window,
     a_commit_on_a_stale_head_is_fenced_and_stores_nothing,
     a_commit_is_all_or_nothing,
     concurrent_commits_of_rooms_all_land,
@@ -888,6 +908,9 @@ class _ByViewer:
 
     def exempt(self, key: Any) -> bool:
         return key == "gm"
+
+    def needs_snapshot(self, viewer: Any) -> bool:
+        return False
 
 
 def _patch(v: int) -> dict[str, Any]:

@@ -20,13 +20,23 @@ from sync_server.core.limits import FAILED_HELLO_BURST
 from sync_server.hosting.clock import FakeClock
 from sync_server.ops.logs import TextFormatter, escape_text
 from sync_server.storage.memory import MemoryStorage
-from sync_server.wire.protocol import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_UNAUTHENTICATED
+from sync_server.testing.contracts import stored_patches
+from sync_server.wire.protocol import (
+    CLOSE_HELLO_TIMEOUT,
+    CLOSE_INTERNAL,
+    CLOSE_POLICY,
+    CLOSE_REVOKED,
+    CLOSE_UNAUTHENTICATED,
+)
+from tests.helpers.http import api, bearer, events
 from tests.helpers.server import (
     Closed,
     connect,
     connect_admin,
     create_table,
     hello_refused,
+    msgpack_frame,
+    open_ws,
     running_server,
 )
 
@@ -135,6 +145,40 @@ async def test_concurrent_bad_hellos_cannot_pass_the_failed_hello_limit(tmp_path
         await gm.close()
 
 
+async def test_a_hello_waiting_at_the_gate_has_one_deadline_not_two(tmp_path: Path) -> None:
+    """Issue 19: the gate's wait for hellos in flight and the hello's read
+    each had their own `hello_timeout`, so a hello could hold its
+    connection twice as long. B waits at the gate 6 s (of 10) for A, then
+    reads: 5 s later its one deadline is past and it is closed 4408."""
+    clock = FakeClock()
+    async with running_server(tmp_path / "data", clock=clock, hello_timeout=10.0) as srv:
+        t = await create_table(srv.url)
+        gate = srv._deps.hello_gate
+        for _ in range(FAILED_HELLO_BURST - 1):  # the fake clock refills nothing
+            await hello_refused(srv.url, BAD_HELLO)
+
+        async def until_true(cond) -> None:
+            async with asyncio.timeout(10):
+                while not cond():
+                    await asyncio.sleep(0.01)
+
+        a = await open_ws(srv.url)  # takes the address's last failed hello
+        await until_true(lambda: sum(gate._inflight.values()) == 1)
+        b = await open_ws(srv.url)  # waits for A at the gate
+        await until_true(lambda: gate._released)
+        clock.advance(6.0)
+        await a.send(
+            msgpack_frame({"t": "hello", "proto": 1, "token": t.tokens["p1"], "room": "r1"})
+        )
+        await until_true(lambda: not gate._released)  # A's welcome let B in: B reads now
+        clock.advance(5.0)
+        async with asyncio.timeout(5):
+            await b.wait_closed()
+        assert b.close_code == CLOSE_HELLO_TIMEOUT
+        assert a.close_code is None  # A, welcomed, stays
+        await a.close()
+
+
 @pytest.mark.parametrize("unloaded", [False, True], ids=["room-loaded", "room-reloaded"])
 async def test_a_hello_authenticated_before_a_rotation_does_not_join_after_it(
     tmp_path: Path, unloaded: bool
@@ -178,6 +222,80 @@ async def test_a_hello_authenticated_before_a_rotation_does_not_join_after_it(
         await p1.close()
         if not unloaded:
             await gm.close()
+
+
+@pytest.mark.parametrize("unloaded", [False, True], ids=["room-loaded", "room-reloaded"])
+@pytest.mark.parametrize("door", ["events", "command"])
+async def test_an_http_request_authenticated_before_a_rotation_opens_nothing_after_it(
+    tmp_path: Path, unloaded: bool, door: str
+) -> None:
+    """The HTTP door as the WebSocket one (above): p1's token is looked up,
+    the GM rotates it (stored), then the request goes on. An event stream
+    carried no token hash, so it joined after the rotation with the new
+    epoch (and a command ran under it); both are refused 401 now, also
+    when the room was unloaded and loaded again in between."""
+    async with running_server(tmp_path / "data", room_idle_unload_seconds=-1.0) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        stolen_hash = hash_token(t.tokens["p1"])
+        looked_up, go_on = asyncio.Event(), asyncio.Event()
+        real = srv.api.deps.find_token
+
+        async def slow_lookup(digest: bytes) -> tuple[str, str] | None:
+            found = await real(digest)
+            if digest == stolen_hash and not looked_up.is_set():
+                looked_up.set()
+                await go_on.wait()
+            return found
+
+        srv.api.deps = attrs.evolve(srv.api.deps, find_token=slow_lookup)
+        async with api(srv.http_url) as c:
+            if door == "events":
+                request = c.get(f"/api/v1/rooms/{t.room}/events", headers=bearer(t.tokens["p1"]))
+            else:
+                body = {"op": "rest", "args": {"char": t.chars["c_p1"], "kind": "night"}}
+                url = f"/api/v1/rooms/{t.room}/commands"
+                request = c.post(url, json=body, headers=bearer(t.tokens["p1"]))
+            stolen = asyncio.create_task(request)
+            try:
+                await looked_up.wait()
+                fresh = (await gm.ok("rotate_token", {"user": t.users["p1"]}))["result"]["token"]
+                if unloaded:
+                    await gm.close()
+                    for _ in range(500):  # once the server has seen the GM leave
+                        if t.room in await srv.rooms.unload_idle():
+                            break
+                        await asyncio.sleep(0.01)
+                    assert t.room not in srv.rooms.hosts
+            finally:
+                go_on.set()
+            response = await asyncio.wait_for(stolen, 10)
+            assert response.status_code == 401, response.text
+            async with events(c, t.room, fresh) as stream:  # the new token opens one
+                assert (await stream.next()).event == "snapshot"
+        host = await srv.rooms.get(t.room)
+        rows = await stored_patches(srv.storage, t.room, 0, host.v)
+        assert not [r for r in rows if r.frame()["by"] == t.users["p1"]]  # nothing ran as p1
+        if not unloaded:
+            await gm.close()
+
+
+async def test_an_open_event_stream_is_closed_when_its_token_is_rotated(tmp_path: Path) -> None:
+    """Like a WebSocket session (4403), a stream opened with a token that is
+    then rotated ends: a `close` event, then the end of the stream."""
+    async with running_server(tmp_path / "data") as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        async with api(srv.http_url) as c, events(c, t.room, t.tokens["p1"]) as stream:
+            assert (await stream.next()).event == "snapshot"
+            await gm.ok("rotate_token", {"user": t.users["p1"]})
+            seen = await stream.next()
+            while seen.event != "close":
+                seen = await stream.next()
+            assert seen.data["code"] == CLOSE_REVOKED
+            with pytest.raises(EOFError):
+                await stream.next()
+        await gm.close()
 
 
 class _NobodyServes(MemoryStorage):

@@ -19,9 +19,11 @@ from websockets.asyncio.client import connect as ws_connect
 from rules import validate
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
+from sync_server.core.room import RoomCore
 from sync_server.hosting.admin_http import export_text
 from sync_server.hosting.clock import FakeClock
-from sync_server.storage import transfer
+from sync_server.storage import StorageError, transfer
+from sync_server.testing.contracts import stored_patches
 from sync_server.testing.core import command, new_core
 from sync_server.wire.codec import Codec
 from sync_server.wire.protocol import MSGPACK
@@ -33,6 +35,7 @@ from tests.helpers.server import (
     connect_admin,
     create_table,
     on_both_transports,
+    open_ws,
     running_server,
 )
 
@@ -122,6 +125,77 @@ async def test_a_room_loads_only_its_dedup_window(tmp_path) -> None:
         assert len(host.core.dedup) == 20
         retry = await gm.cmd("advance_clock", {"seconds": 6}, id="clock-39")
         assert retry == {**acks[-1], "dup": True}
+        await gm.close()
+
+
+async def test_a_retry_older_than_the_window_spoils_no_other_command_of_its_batch(
+    tmp_path,
+) -> None:
+    """Issue 19: a retry whose id the window no longer holds was refused by
+    the log's unique index, and the whole batch it arrived in answered
+    `internal`: a GM reusing old ids on purpose failed a player's commands.
+    Now the retry gets its first ack (dup: true) and the rest are stored."""
+    async with running_server(tmp_path, dedup_window_versions=3, rate=None) as srv:
+        t = await create_table(srv.url)
+        gm, p1 = await t.connect("gm"), await t.connect("p1")
+        first = await gm.ok("advance_clock", {"seconds": 6}, id="old")
+        for _ in range(4):
+            await gm.ok("advance_clock", {"seconds": 6})
+        host = await srv.rooms.get(t.room)
+        assert ("u1", "old") not in host.core.dedup and t.users["gm"] == "u1"
+
+        real_commit, gate, batches = srv.storage.commit, asyncio.Event(), []
+
+        async def gated_commit(room, records, snapshot, expected):
+            batches.append([r.cmd_id for r in records])
+            if len(batches) == 1:
+                await gate.wait()  # the next commands queue up behind this batch
+            await real_commit(room, records, snapshot, expected)
+
+        srv.storage.commit = gated_commit
+        try:
+            blocker = await gm.submit("advance_clock", {"seconds": 6})
+            while not batches:
+                await asyncio.sleep(0.01)
+            mine = await p1.submit("rest", {"char": t.chars["c_p1"], "kind": "night"}, id="mine")
+            retry = await gm.submit("advance_clock", {"seconds": 6}, id="old")
+            after = await gm.submit("advance_clock", {"seconds": 6}, id="after")
+            while len(host._items) < 3:
+                await asyncio.sleep(0.01)
+            gate.set()
+            replies = await asyncio.wait_for(asyncio.gather(blocker, mine, retry, after), 10)
+        finally:
+            srv.storage.commit = real_commit
+        assert ["mine", "old", "after"] in batches  # one batch, the old id in it
+        assert [r["t"] for r in replies] == ["ack"] * 4, replies
+        assert replies[2] == {**first, "dup": True}
+        rows = await stored_patches(srv.storage, t.room, 0, host.v)
+        assert [r.cmd_id for r in rows].count("old") == 1 and "mine" in [r.cmd_id for r in rows]
+        await gm.close()
+        await p1.close()
+
+
+async def test_a_batch_stored_though_its_commit_failed_is_not_answered_as_duplicates(
+    tmp_path,
+) -> None:
+    """The lookup of old ids after a refused commit answers only ids stored
+    before the batch: a commit that landed but whose reply was lost (its ids
+    stored past the head) stays `internal`, never a `dup` of itself."""
+    async with running_server(tmp_path, rate=None) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        real_commit = srv.storage.commit
+
+        async def lost_reply(room, records, snapshot, expected):
+            await real_commit(room, records, snapshot, expected)
+            raise StorageError("the connection dropped after the commit")
+
+        srv.storage.commit = lost_reply
+        try:
+            reply = await gm.cmd("advance_clock", {"seconds": 6}, id="landed")
+        finally:
+            srv.storage.commit = real_commit
+        assert reply["t"] == "error" and reply["code"] == "internal", reply
         await gm.close()
 
 
@@ -276,3 +350,96 @@ async def test_a_patch_is_rendered_for_at_most_the_cap_of_views(tmp_path, monkey
         assert all(f["v"] >= ack["v"] for c in snapshots for f in c.frames if f["t"] == "snapshot")
         for c in (gm, obs, *(c for c, _ in players)):
             await c.close()
+
+
+async def test_a_version_stores_at_most_the_cap_of_players_views(tmp_path) -> None:
+    """Issue 19: a century advance concerning 98 players rendered and stored
+    98 views of it (and worked out 99 classes of affordances) before it was
+    even sent, 330 ms per advance and undo. Now a version renders at most
+    `max_stored_views_per_version` players' own views; the others are
+    listed as needing a snapshot: they get one instead of the patch (even
+    with room under the live cap), a resume across the version gets one,
+    their affordances are worked out then, and every mirror, affordances
+    included, equals its view, also after later commands."""
+    async with running_server(
+        tmp_path, max_stored_views_per_version=2, max_view_classes_per_patch=10, rate=None
+    ) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        players = []
+        for i in range(5):
+            user = (await gm.ok("add_user", {"name": f"P{i}", "role": "player"}))["result"]
+            char = await gm.ok(
+                "add_character",
+                {**SHEET, "name": f"Pat{i}", "owner": user["user"], "shown": "status"},
+            )
+            c = await connect(srv.url, user["token"], t.room)
+            players.append((c, char["result"]["char"], user["token"]))
+        for c, char, _ in players:
+            await c.ok("rest", {"char": char, "kind": "short"})
+        obs = await t.connect("obs")
+        before = gm.v
+        ack = await gm.ok("advance_clock", {"seconds": 3600})  # every rest ends
+        (row,) = await stored_patches(srv.storage, t.room, ack["v"] - 1, ack["v"])
+        assert row.views is not None and len(row.views["resync"]) == 3
+        assert len(row.views["players"]) <= 2
+        for c, char, _ in players:  # later commands: diffs of the affordances known again
+            await c.ok("rest", {"char": char, "kind": "short"})
+        last = (await gm.ok("update_room", {"name": "after"}))["v"]
+        for c in (obs, *(c for c, _, _ in players)):
+            await c.wait_v(last)
+            assert c.state == c.seen(gm.state), c.user
+        resynced = {c.user for c, _, _ in players if any(f["t"] == "snapshot" for f in c.frames)}
+        assert resynced == set(row.views["resync"])
+        for c, _, token in players:  # a resume across the version: a snapshot for those
+            ws = await open_ws(srv.url)
+            hello = {"t": "hello", "proto": 1, "token": token, "room": t.room, "since": before}
+            await ws.send(msgpack.packb(hello))
+            welcome = msgpack.unpackb(await ws.recv())
+            assert ("state" in welcome) == (c.user in resynced), welcome
+            assert ("patches" in welcome) == (c.user not in resynced), welcome
+            if "state" in welcome:
+                assert welcome["state"] == c.seen(gm.state)
+            await ws.close()
+        for c in (gm, obs, *(c for c, _, _ in players)):
+            await c.close()
+
+
+@pytest.mark.parametrize("chars", [2, 3])
+async def test_a_big_rooms_batches_are_evaluated_off_the_event_loop(
+    tmp_path, monkeypatch, chars
+) -> None:
+    """Issue 19: one command of a big room (a century advance over 98
+    patients, ~40 ms) was one slice of the event loop every other room
+    waited behind. A room of `off_loop_min_characters` characters or more
+    has its batches evaluated in a thread (its own queue waits; nothing
+    else of it changes: answers and mirrors as before); a smaller one
+    stays on the loop, where a command costs less than the hop."""
+    threads: list[str] = []
+    real = RoomCore.evaluate_batch
+
+    def spy(self, batch, reader=None):
+        threads.append(threading.current_thread().name)
+        return real(self, batch, reader)
+
+    monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
+    async with running_server(tmp_path, off_loop_min_characters=3, rate=None) as srv:
+        t = await create_table(srv.url)  # three characters
+        gm, obs = await t.connect("gm"), await t.connect("obs")
+        if chars == 2:
+            await gm.ok("remove_character", {"char": t.chars["c_npc"]})
+        threads.clear()
+        acks = await asyncio.gather(
+            *[await gm.submit("advance_clock", {"seconds": 6}) for _ in range(5)]
+        )
+        assert all(a["t"] == "ack" for a in acks)
+        undo = await gm.ok("undo")
+        await obs.wait_v(undo["v"])
+        assert obs.state == obs.seen(gm.state)
+        main = threading.main_thread().name
+        if chars >= 3:
+            assert threads and main not in threads
+        else:
+            assert set(threads) == {main}
+        await gm.close()
+        await obs.close()
