@@ -47,7 +47,6 @@ from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.limits import (
     HISTORY_DEFAULT_LIMIT,
     MAX_CMD_ID_LENGTH,
-    PING_INTERVAL_SECONDS,
 )
 from sync_server.core.ratelimit import TokenBucket, reply_cost
 from sync_server.core.room import CommandIn, JoinRefused, RoomCore
@@ -630,7 +629,8 @@ class Api:
         try:
             while not stream.closing and not conn.closed.done():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(conn.closed), PING_INTERVAL_SECONDS)
+                    async with deps.clock.timeout(deps.limits.ping_interval):
+                        await asyncio.shield(conn.closed)
                 stream.keepalive()
         finally:
             self.streams.discard(stream)

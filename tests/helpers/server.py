@@ -92,7 +92,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     HTTP) is not run on picows, which serves neither: it answers them 501
     naming `--transport websockets`, as tests/server/test_transports.py
     checks. Deselected, not skipped: there is nothing there to fail."""
-    kept, dropped = [], []
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
         on_picows = callspec is not None and callspec.params.get("transport") == "picows"
