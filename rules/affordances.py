@@ -143,8 +143,12 @@ class RuleTable:
     # The characters whose entries may differ from the last call's, or
     # None: every one (`begin`).
     dirty: set[str] | None = None
+    # ...and those of which only the entries that read the combat may.
+    partial: set[str] = attrs.Factory(set)
     # What each viewer saw last.
     seen: dict[Any, frozenset[str]] = attrs.Factory(dict)
+    # Each character's `inputs`, with the version of it they were read from.
+    read: dict[str, tuple[Character, tuple[Any, ...] | None]] = attrs.Factory(dict)
     # The ops each player may send for each character (authorize), by
     # (user, character), with the owners authorize read.
     acts: dict[Any, tuple[Any, list[Any]]] = attrs.Factory(dict)
@@ -184,7 +188,7 @@ class RuleTable:
         if found is None:
             allowed = [(op, spec) for op, spec in OPS.items() if self.role_allows(spec, actor, op)]
             per_char = [
-                (op, spec, OFFERS[op].one)  # type: ignore[attr-defined]
+                (op, spec, OFFERS[op].one, OFFERS[op].reads in COMBAT_READS)  # type: ignore[attr-defined]
                 for op, spec in allowed
                 if OFFERS[op].one  # type: ignore[attr-defined]
             ]
@@ -200,7 +204,7 @@ class RuleTable:
 
     def entry(self, key: Any, reads: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         found = self.entries.get(key)
-        if found is not None and found[0] == reads:
+        if found is not None and (found[0] is reads or found[0] == reads):
             return found[1]
         out = make()
         self.entries[key] = (reads, out)
@@ -233,11 +237,14 @@ class RuleTable:
             changed = [cid for cid, c in chars.items() if old.get(cid) is not c]
             if len(chars) - len(changed) != len(old):  # some went too
                 changed += [cid for cid in old if cid not in chars]
+        moved = bool(changed)
         if not first:
-            # A command may copy a character it then leaves as it was (an
-            # end of turn with nothing to reset): its affordances are too.
-            changed = [cid for cid in changed if old.get(cid) != chars.get(cid)]
+            # A command may copy a character and change nothing the checks
+            # read (a heal, a wound that leaves them standing, an end of turn
+            # with nothing to reset): its affordances are as they were.
+            changed = [cid for cid in changed if _inputs(old.get(cid)) != _inputs(chars.get(cid))]
         dirty: set[str] | None = None if first else set(changed)
+        partial: set[str] = set()
         patients = first
         for cid in changed:
             before, after = old.get(cid), chars.get(cid)
@@ -257,7 +264,7 @@ class RuleTable:
                 and cid in self.tends
             ):
                 dirty |= self.tends[cid]  # untend: authorize reads the healer's owner
-        if changed:
+        if moved:
             self.chars = dict(chars)
         if patients:
             # First aid and tending offer the others: every character's
@@ -273,6 +280,8 @@ class RuleTable:
                     del self.allowed[key]
                 for key in [k for k in self.acts if k[1] not in chars]:
                     del self.acts[key]
+                for cid in [cid for cid in self.read if cid not in chars]:
+                    del self.read[cid]
         combat = room.combat
         now = None if combat is None else (tuple(combat.order), combat.turn, combat.round)
         before_combat = self.combat
@@ -280,16 +289,19 @@ class RuleTable:
             if (now is None) != (before_combat is None):
                 dirty = None  # T1: every character's end_turn
             elif dirty is not None and now is not None and before_combat is not None:
+                # Only their entries that read the combat (`reads_combat`,
+                # `reads_rest`) are redone.
                 old_order, new_order = before_combat[0], now[0]
                 if old_order:
-                    dirty.add(old_order[before_combat[1]])  # whose turn it was
+                    partial.add(old_order[before_combat[1]])  # whose turn it was
                 if new_order:
-                    dirty.add(new_order[now[1]])  # and is
+                    partial.add(new_order[now[1]])  # and is
                 if old_order != new_order:
-                    dirty |= set(old_order) ^ set(new_order)  # R4: in the combat or not
+                    partial |= set(old_order) ^ set(new_order)  # R4: in the combat or not
         self.combat = now
         self.room = room
         self.dirty = dirty
+        self.partial = set() if dirty is None else partial - dirty
         self.room_now = self.room_key(room)
 
     def _retend(self, cid: str, before: Character | None, after: Character | None) -> None:
@@ -318,6 +330,14 @@ class RuleTable:
         self.last = {}
         self.room_reads = {}
 
+    def inputs(self, c: Character) -> tuple[Any, ...]:
+        """What the checks read of `c` (`_inputs`), worked out once per
+        version of it: the key of its entries, equal while that is."""
+        found = self.read.get(c.id)
+        if found is None or found[0] is not c:
+            found = self.read[c.id] = (c, _inputs(c))
+        return found[1]  # type: ignore[return-value]
+
     def undo_of(self, actor: Actor, undo: UndoEntry | None) -> dict[str, Any]:
         """What `actor`'s undo would revert (`_undo`): the same object while
         it is the same."""
@@ -336,27 +356,60 @@ class RuleTable:
         return (self.generation, self.users_generation, combat, len(room.queued_rolls))
 
 
+# The fields of a character that no affordance reads: not the checks (the
+# hit points, the sheet: the rules read them when a command is applied, as
+# its die roll), not authorize, not the views' level; the property tests
+# (tests/rules/test_affordances.py) catch a check that starts reading one.
+UNREAD = frozenset(
+    {
+        "pv",
+        "pe",
+        "pe_max_base",
+        "level",
+        "medicine",
+        "abilities",
+        "ability_damage",
+        "stability_checks",
+        "dying_next",
+        "dying_fresh",
+        "nonlethal",
+        "regained_at",
+    }
+)
+_READ = tuple(f.name for f in attrs.fields(Character) if f.name not in UNREAD)
+
+
+def _inputs(c: Character | None) -> tuple[Any, ...] | None:
+    """What the affordances read of a character (all but UNREAD)."""
+    return None if c is None else tuple(getattr(c, name) for name in _READ)
+
+
 # What an op's checks read, as a key (see RuleTable): the subject only...
 def reads_subject(table: RuleTable, c: Character) -> Any:
-    return c
+    return table.inputs(c)
 
 
 def reads_combat(table: RuleTable, c: Character) -> Any:
     """...the subject and the combat (T1: is there one, is it their turn)..."""
     combat = table.combat
-    return (c, None if combat is None else (bool(combat[0]) and combat[0][combat[1]] == c.id))
+    turn = None if combat is None else (bool(combat[0]) and combat[0][combat[1]] == c.id)
+    return (table.inputs(c), turn)
 
 
 def reads_rest(table: RuleTable, c: Character) -> Any:
     """...the subject, whether it is in the combat and whether it tends
     anyone (R4, L4)..."""
     combat = table.combat
-    return (c, combat is not None and c.id in combat[0], c.id in table.tends)
+    return (table.inputs(c), combat is not None and c.id in combat[0], c.id in table.tends)
 
 
 def reads_everyone(table: RuleTable, c: Character) -> Any:
     """...or every character's condition and healer (a patient to choose)."""
-    return (c, table.generation)
+    return (table.inputs(c), table.generation)
+
+
+# The keys that read the combat: the entries redone when only it changed.
+COMBAT_READS = (reads_combat, reads_rest)
 
 
 @attrs.frozen
@@ -578,6 +631,7 @@ def subject(
         return out
 
     offer.one = one  # type: ignore[attr-defined]
+    offer.reads = reads  # type: ignore[attr-defined]
     return offer
 
 
@@ -629,6 +683,7 @@ def whole_room(
         return {None: scan.adapt(entry, op, None)}
 
     offer.one = None  # type: ignore[attr-defined]
+    offer.reads = None  # type: ignore[attr-defined]
     return offer
 
 
@@ -785,6 +840,15 @@ def _affordances(
     last = table.last.get(viewer.user)
     seen_ids = table.seen.get(viewer.user)
     dirty = table.dirty if last is not None and seen_ids is not None else None
+    if (
+        dirty is not None
+        and not dirty
+        and not table.partial
+        and table.room_reads.get(viewer.user) == (table.room_now, seen_ids)
+        and table.undo_of(actor, undo) is last["undo"]  # type: ignore[index]
+    ):
+        table.redone[viewer.user] = dirty
+        return last  # type: ignore[return-value]  # nothing they read changed
     if dirty is not None:
         # Only the dirty characters' visibility can have changed (it reads
         # the character alone: rules/view.py).
@@ -810,11 +874,30 @@ def _affordances(
         assert seen_ids is not None
         redo = [room.characters[cid] for cid in dirty if cid in seen_ids]
     table.seen[viewer.user] = seen_ids
-    table.redone[viewer.user] = None if dirty is None else dirty
     scan = _Scan(room, actor, seen_ids, table)
     allowed, per_char = table.ops_for(actor)
     before = last["chars"] if last is not None else {}
     chars = {} if dirty is None else before
+    if dirty is None:
+        table.redone[viewer.user] = None
+    else:
+        table.redone[viewer.user] = dirty | table.partial
+        for cid in table.partial:
+            old = before.get(cid)
+            if old is None or cid not in seen_ids:
+                continue  # nothing this viewer may send for them
+            c = room.characters[cid]
+            mine = dict(old)
+            for op, spec, one, combat in per_char:
+                if combat and op in old:
+                    entry = one(scan, op, spec, c)
+                    if entry is not None:
+                        mine[op] = entry
+            mine = _same(old, mine)
+            if mine is not old:
+                if chars is before:
+                    chars = dict(before)
+                chars[cid] = mine
     for c in redo:
         mine: dict[str, Any] = {}
         ops_of_c = per_char
@@ -828,12 +911,12 @@ def _affordances(
                 ops_of_c = found[1]
             else:
                 ops_of_c = [
-                    (op, spec, one)
-                    for op, spec, one in per_char
+                    (op, spec, one, combat)
+                    for op, spec, one, combat in per_char
                     if one(scan, op, spec, c) is not None
                 ]
                 table.acts[(viewer.user, c.id)] = (owners, ops_of_c)
-        for op, spec, one in ops_of_c:
+        for op, spec, one, _ in ops_of_c:
             entry = one(scan, op, spec, c)
             if entry is not None:
                 mine[op] = entry
