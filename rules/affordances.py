@@ -887,17 +887,17 @@ def _affordances(
             if old is None or cid not in seen_ids:
                 continue  # nothing this viewer may send for them
             c = room.characters[cid]
-            mine = dict(old)
+            turned = dict(old)
             for op, spec, one, combat in per_char:
                 if combat and op in old:
                     entry = one(scan, op, spec, c)
                     if entry is not None:
-                        mine[op] = entry
-            mine = _same(old, mine)
-            if mine is not old:
+                        turned[op] = entry
+            turned = _same(old, turned)
+            if turned is not old:
                 if chars is before:
                     chars = dict(before)
-                chars[cid] = mine
+                chars[cid] = turned
     for c in redo:
         mine: dict[str, Any] = {}
         ops_of_c = per_char
