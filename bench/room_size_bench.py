@@ -2,13 +2,16 @@
 
     python -m bench.room_size_bench [--sizes 5,50,200] [--commands 4000] [--repeat 5]
     python -m bench.room_size_bench --base ../base     # today's code too, interleaved
+    python -m bench.room_size_bench --affordances      # with and without, interleaved
 
 Drives `RoomCore` (evaluate + commit: rules.apply, the dict form, diff,
 invert, views check, the version record) with server_bench's GM loop
 (damage/heal an NPC, heal a PC, end_turn in a 4-character combat, a
 minute of world time), in a room of 4 PCs and the NPC plus bystanders
 nobody touches, every character shown in full (as there: no per-role
-views to build). No socket, no storage: the part of a command that may
+views to build). The room has server_bench's users: the GM, a player
+owning each PC, and three observers, all connected (what each may do is
+kept current for them: rules/affordances.py). No socket, no storage: the part of a command that may
 grow with the room. Prints us/command (thread CPU time, medians of
 --repeat) per size and each size's ratio to the smallest. With --base,
 the same script runs on another tree's code in a child process, round by
@@ -29,7 +32,7 @@ import time
 from bench.server_bench import SHEET
 
 
-def measure(size: int, commands: int) -> float:
+def measure(size: int, commands: int, affordances: bool = True) -> float:
     """us of thread CPU per command in a room of `size` characters."""
     import rules
     from sync_server.core.auth import RecentTokens
@@ -43,6 +46,7 @@ def measure(size: int, commands: int) -> float:
         wall_clock=time.time,
         new_token=lambda: "token",
         recent_tokens=RecentTokens(600.0, time.monotonic),
+        affordances=affordances,
     )
     gm = rules.Actor(gm_id, "gm")
     ids = itertools.count()
@@ -52,8 +56,16 @@ def measure(size: int, commands: int) -> float:
         core.commit()
         return d.reply
 
+    players = [run("add_user", name=f"P{i}", role="player")["result"]["user"] for i in range(4)]
+    observers = [run("add_user", name=f"O{i}", role="observer")["result"]["user"] for i in range(3)]
+    connect = getattr(core, "connect", None)  # the room host tells the core who is connected
+    if connect is not None:
+        for uid in [gm_id, *players, *observers]:
+            connect(core.viewer(uid))
     pcs = [
-        run("add_character", **SHEET, name=f"PC{i}", shown="full")["result"]["char"]
+        run("add_character", **SHEET, name=f"PC{i}", shown="full", owner=players[i])["result"][
+            "char"
+        ]
         for i in range(4)
     ]
     npc = run("add_character", **SHEET, name="NPC", shown="full")["result"]["char"]
@@ -81,8 +93,8 @@ def measure(size: int, commands: int) -> float:
     return (time.thread_time() - t0) / commands * 1e6
 
 
-def child(sizes: list[int], commands: int) -> dict[int, float]:
-    return {size: measure(size, commands) for size in sizes}
+def child(sizes: list[int], commands: int, affordances: bool) -> dict[int, float]:
+    return {size: measure(size, commands, affordances) for size in sizes}
 
 
 def main() -> None:
@@ -91,20 +103,30 @@ def main() -> None:
     ap.add_argument("--commands", type=int, default=4000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--base", help="another tree: its code measured too, interleaved")
+    ap.add_argument(
+        "--affordances",
+        action="store_true",
+        help="also run each round without affordances (RoomCore(affordances=False)), interleaved",
+    )
+    ap.add_argument("--without", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args()
     sizes = [int(s) for s in ns.sizes.split(",")]
     if ns.child:
-        print(json.dumps(child(sizes, ns.commands)))
+        print(json.dumps(child(sizes, ns.commands, not ns.without)))
         return
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    trees = {"new": here} | ({"today": os.path.abspath(ns.base)} if ns.base else {})
+    trees = {"new": (here, False)} | (
+        {"today": (os.path.abspath(ns.base), False)} if ns.base else {}
+    )
+    if ns.affordances:
+        trees |= {"without": (here, True)}
     runs: dict[str, list[dict[int, float]]] = {k: [] for k in trees}
     for _ in range(ns.repeat):
-        for name, tree in trees.items():
+        for name, (tree, without) in trees.items():
             out = subprocess.run(
                 [sys.executable, os.path.abspath(__file__), "--child", "--sizes", ns.sizes,
-                 "--commands", str(ns.commands)],
+                 "--commands", str(ns.commands), *(["--without"] if without else [])],
                 env={**os.environ, "PYTHONPATH": tree}, capture_output=True, text=True, check=True,
             )  # fmt: skip
             runs[name].append({int(k): v for k, v in json.loads(out.stdout).items()})
@@ -116,6 +138,11 @@ def main() -> None:
     for s in sizes:
         cells = "".join(f"{med[n][s]:12.1f}{med[n][s] / med[n][sizes[0]]:9.2f}x" for n in trees)
         print(f"{s:>12}" + cells)
+    if ns.affordances:
+        print(
+            "with/without affordances: "
+            + "  ".join(f"{s}: {med['new'][s] / med['without'][s]:.2f}x" for s in sizes)
+        )
     if ns.base:
         print(
             "new/today: " + "  ".join(f"{s}: {med['new'][s] / med['today'][s]:.2f}x" for s in sizes)

@@ -141,6 +141,13 @@ class EventText:
         self._rule(rule, why, lambda f: why.get(f), out)
         return "".join(text for text, _ in out)
 
+    def note(self, key: str, values: dict[str, Any]) -> str:
+        """A character's note (rest, dying, tending...) in words, from the
+        table's `notes`: the page renders the same ones from the same table."""
+        out: list[Segment] = []
+        self._rule(self.texts["notes"][key], values, lambda f: values.get(f), out)
+        return "".join(text for text, _ in out)
+
     def label(self, value: Any, table: str) -> str:
         """A value's label from one of the table's `labels` (e.g. "rest")."""
         return self._label(value, table)

@@ -30,7 +30,6 @@ COND_STYLE = {
     "dead": "dim",
 }
 BAR_STYLE = {"pv": "red", "pe": "dark_orange", "pp": "medium_purple"}
-REST_NAMES = {"short": "short rest", "night": "night's rest", "bed": "bed rest"}
 STATUS_STYLE = {
     "connected": "bold green",
     "connecting": "yellow",
@@ -46,7 +45,6 @@ SHOWN_NOTES = {
     "status": "shown: status (others see no numbers)",
     "hidden": "shown: hidden (others cannot see it)",
 }
-NO_NUMBERS = "status only: no numbers shown"
 _ID_NUMBER = re.compile(r"(\d+)$")
 
 
@@ -129,16 +127,14 @@ def format_event(
     return line
 
 
-def dying_note(c: dict[str, Any], state: dict[str, Any]) -> str:
-    """When a dying character next loses a PP (D5), in words."""
+def dying_note(c: dict[str, Any], state: dict[str, Any], text: EventText | None = None) -> str:
+    """When a dying character next loses a PP (D5), in words (the
+    shared table's `notes`, as the page says it)."""
     if c.get("condition") != "dying":
         return ""
-    if c.get("dying_next") is None:  # in combat: at the end of its own turns
-        if c.get("dying_fresh"):
-            return "loses 1 PP at the end of its next turn (not this one)"
-        return "loses 1 PP at the end of its turn"
-    left = int(c["dying_next"]) - int(state.get("clock") or 0)
-    return f"loses 1 PP in {format_duration(left)}"
+    nxt = c.get("dying_next")  # None in combat: at the end of its own turns
+    left = None if nxt is None else int(nxt) - int(state.get("clock") or 0)
+    return (text or EventText()).note("dying", {"next": left, "fresh": c.get("dying_fresh")})
 
 
 def _bar(cur: int, maximum: int, style: str, width: int = 6) -> Text:
@@ -169,23 +165,21 @@ class WatchView:
         found = [e for e in self.events if e.get("v") == v]
         return found or None
 
-    @staticmethod
-    def _notes(c: dict[str, Any], state: dict[str, Any]) -> list[str]:
-        """A fully seen character's notes: rest, dying, nonlethal, healer."""
+    def _notes(self, c: dict[str, Any], state: dict[str, Any]) -> list[str]:
+        """A fully seen character's notes: rest, dying, nonlethal, healer
+        (in the shared table's words: `notes`)."""
         notes = []
         if c.get("activity"):
             act = c["activity"]
-            left = format_duration(act.get("ends", 0) - state.get("clock", 0))
-            notes.append(f"{REST_NAMES.get(act.get('kind'), act.get('kind'))}, {left} left")
-        dying = dying_note(c, state)
+            left = act.get("ends", 0) - state.get("clock", 0)
+            notes.append(self.text.note("resting", {"kind": act.get("kind"), "left": left}))
+        dying = dying_note(c, state, self.text)
         if dying:
             notes.append(dying)
         if c.get("nonlethal"):
             notes.append("nonlethal")
-        if c.get("healer"):
-            notes.append(f"tended by {_name(state, c['healer'])}")
-        elif c.get("tended"):  # a healer this viewer cannot see (views)
-            notes.append("tended by someone you cannot see")
+        if c.get("healer") or c.get("tended"):  # `tended` alone: a healer this viewer cannot see
+            notes.append(self.text.note("tended", {"healer": c.get("healer")}))
         return notes
 
     def render(self) -> Group:
@@ -230,7 +224,7 @@ class WatchView:
             marker = Text("▶", style="bold cyan") if cid == current else Text("")
             if numbers_hidden(c):
                 dash = Text("·", style="dim")
-                note = Text(NO_NUMBERS, style="dim italic")
+                note = Text(self.text.note("no_numbers", {}), style="dim italic")
                 chars.add_row(marker, who, cond, dash, dash, dash, note)
                 continue
             notes = self._notes(c, state)

@@ -34,7 +34,7 @@ A new op needs one entry in `OFFERS` (a test checks that every op of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -43,8 +43,6 @@ from rules import clock, initiative, roster, stability, stabilizing
 from rules.context import Actor
 from rules.engine import (
     OPS,
-    OWNER_OR_GM,
-    UNTEND,
     OpSpec,
     authorize,
     authorize_role,
@@ -105,35 +103,61 @@ JUDGE = Actor("", "gm")
 class RuleTable:
     """What the rules say of each (op, subject), shared by the viewers of a
     room, and kept from one version to the next by the caller (the server's
-    room core) so that a command costs what it changed.
+    room core) so that a command costs what it changed, not what the room
+    holds.
 
-    Each entry is kept with the key of what its checks read (the op's
-    `reads`: its subject, the combat, the characters as a whole...) and
-    reused while that key is equal. The engine never changes a character in
-    place (a command copies the ones it changes), so an unchanged character
-    is the very same object and compares at once. Each viewer's version of
-    an entry is reused while the entry and what the viewer sees are the same.
+    Each call first works out which characters' entries may have changed
+    since the last one (`begin`): the characters the command changed (the
+    engine never changes a character in place: a command copies the ones it
+    changes, so an unchanged character is the very same object; the caller
+    may name them, `touched`, else they are found by identity), and those
+    whose entries read room-level inputs that changed: whose turn it is
+    (T1), who is in the combat (R4), who tends someone (R4, L4); a change
+    of every character's inputs (a patient to choose appears, the users,
+    the start or end of a combat) redoes them all. Only those characters'
+    entries are worked out again, for each viewer, and the others are kept
+    as the same objects. Each rule entry is also kept with the key of what
+    its checks read (the op's `reads`) and shared by the viewers while
+    that key is equal.
 
     A cache only: a fresh table gives the same affordances (the property
-    test checks it)."""
+    test checks it, with and without `touched`)."""
 
     entries: dict[Any, tuple[Any, dict[str, Any]]] = attrs.Factory(dict)
+    # Each viewer's version of an entry, by (user, op, subject): (the
+    # entry, what the viewer saw, their version).
     adapted: dict[Any, tuple[dict[str, Any], frozenset[str], dict[str, Any]]] = attrs.Factory(dict)
     # What the last call saw, to tell what changed since.
+    room: Room | None = None
     chars: dict[str, Character] = attrs.Factory(dict)
     users: Any = None
-    generation: int = 0  # bumped when any character changed, came or went
     users_generation: int = 0
-    combat: Any = None
-    healers: frozenset[str] = frozenset()
-    # Every character's (id, condition, healer): what a choice of patient
-    # reads of the others (the same object while equal).
-    patients: tuple[Any, ...] = ()
-    # What each viewer saw last (the same object while equal), and their
-    # entries of each character with the key of all they read (see
-    # `_affordances`).
+    # Bumped when what a choice of patient reads of the others changed (a
+    # character came or went, or its condition or healer changed): what
+    # first aid and tending offer, and the room's choices of characters.
+    generation: int = 0
+    combat: Any = None  # (order, turn, round) of the running combat, or None
+    # Each healer's patients (who tends someone: R4, L4; whose owner
+    # authorize reads for untend).
+    tends: dict[str, set[str]] = attrs.Factory(dict)
+    # The characters whose entries may differ from the last call's, or
+    # None: every one (`begin`).
+    dirty: set[str] | None = None
+    # ...and those of which only the entries that read the combat may.
+    partial: set[str] = attrs.Factory(set)
+    # What each viewer saw last.
     seen: dict[Any, frozenset[str]] = attrs.Factory(dict)
-    per_char: dict[Any, tuple[Any, dict[str, Any], set[str]]] = attrs.Factory(dict)
+    # Each character's `inputs`, with the version of it they were read from.
+    read: dict[str, tuple[Character, tuple[Any, ...] | None]] = attrs.Factory(dict)
+    # The ops each player may send for each character (authorize), by
+    # (user, character), with the owners authorize read.
+    acts: dict[Any, tuple[Any, list[Any]]] = attrs.Factory(dict)
+    # What each viewer's room entries read (see `_affordances`), and
+    # `room_key` at this call.
+    room_reads: dict[Any, Any] = attrs.Factory(dict)
+    room_now: Any = None
+    # Each role's undo (authorize_undo reads the role only): (the entry, what it says).
+    undos: dict[str, tuple[UndoEntry | None, dict[str, Any]]] = attrs.Factory(dict)
     # The characters passing an op's `candidate` test (a patient to choose),
     # with the generation they were found in.
     pools: dict[str, tuple[int, list[Character]]] = attrs.Factory(dict)
@@ -148,6 +172,21 @@ class RuleTable:
     role_ops: dict[str, Any] = attrs.Factory(dict)
     # Each viewer's last affordances: unchanged parts are kept as the same objects.
     last: dict[Any, dict[str, Any]] = attrs.Factory(dict)
+    # The characters whose entries the last call worked out again for each
+    # viewer (None: all): a caller diffing two calls need look at no other.
+    redone: dict[Any, set[str] | None] = attrs.Factory(dict)
+
+    def forget(self, user: Any) -> None:
+        """A viewer the caller left out of a call (the server skips players
+        waiting for a snapshot): what was kept of them is older than the
+        last call's changes, so their next call works everything out."""
+        for kept in (self.last, self.seen, self.room_reads, self.redone):
+            kept.pop(user, None)
+
+    @property
+    def healers(self) -> Collection[str]:
+        """The characters tending someone."""
+        return self.tends.keys()
 
     def ops_for(self, actor: Actor) -> Any:
         """The ops the actor's role may send (authorize_role), and those of
@@ -156,7 +195,7 @@ class RuleTable:
         if found is None:
             allowed = [(op, spec) for op, spec in OPS.items() if self.role_allows(spec, actor, op)]
             per_char = [
-                (op, spec, OFFERS[op].one, OFFERS[op].volatile)  # type: ignore[attr-defined]
+                (op, spec, OFFERS[op].one, OFFERS[op].reads in COMBAT_READS)  # type: ignore[attr-defined]
                 for op, spec in allowed
                 if OFFERS[op].one  # type: ignore[attr-defined]
             ]
@@ -172,7 +211,7 @@ class RuleTable:
 
     def entry(self, key: Any, reads: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         found = self.entries.get(key)
-        if found is not None and found[0] == reads:
+        if found is not None and (found[0] is reads or found[0] == reads):
             return found[1]
         out = make()
         self.entries[key] = (reads, out)
@@ -186,57 +225,198 @@ class RuleTable:
             found = self.pools[op] = (self.generation, [o for o in room.ordered() if test(o)])
         return found[1]
 
-    def begin(self, room: Room) -> None:
-        """A new call: note what changed since the last one."""
-        chars = room.characters
-        if len(chars) != len(self.chars) or any(
-            self.chars.get(cid) is not c for cid, c in chars.items()
-        ):
-            self.generation += 1
-            self.chars = dict(chars)
-            self.healers = frozenset(c.healer for c in chars.values() if c.healer is not None)
-            patients = tuple((cid, c.condition, c.healer) for cid, c in chars.items())
-            if patients != self.patients:
-                self.patients = patients
-            for key in [k for k in self.entries if k[1] is not None and k[1] not in chars]:
-                del self.entries[key]
-            for key in [k for k in self.per_char if k[1] not in chars]:
-                del self.per_char[key]
-            for key in [k for k in self.allowed if k[3] not in chars]:
-                del self.allowed[key]
-        if room.users is not self.users:
+    def begin(self, room: Room, touched: tuple[Room, Collection[str]] | None = None) -> None:
+        """A new call: note what changed since the last one (`dirty`).
+        `touched=(before, ids)`: `room` is `before` with only the characters
+        `ids` changed (added or removed); used when `before` is the room of
+        the last call, else the characters are compared one by one."""
+        if self.room is None or room.users is not self.users:
+            self.reset()  # the users changed: everything is worked out again
             self.users_generation += 1
             self.users = room.users
+        chars, old = room.characters, self.chars
+        first = self.room is None
+        if touched is not None and touched[0] is self.room:
+            changed = [cid for cid in touched[1] if old.get(cid) is not chars.get(cid)]
+        elif first:
+            changed = list(chars)
+        else:
+            changed = [cid for cid, c in chars.items() if old.get(cid) is not c]
+            if len(chars) - len(changed) != len(old):  # some went too
+                changed += [cid for cid in old if cid not in chars]
+        moved = bool(changed)
+        if not first:
+            # A command may copy a character and change nothing the checks
+            # read (a heal, a wound that leaves them standing, an end of turn
+            # with nothing to reset): its affordances are as they were.
+            changed = [cid for cid in changed if _inputs(old.get(cid)) != _inputs(chars.get(cid))]
+        dirty: set[str] | None = None if first else set(changed)
+        partial: set[str] = set()
+        patients = first
+        for cid in changed:
+            before, after = old.get(cid), chars.get(cid)
+            if (
+                before is None
+                or after is None
+                or before.condition != after.condition
+                or before.healer != after.healer
+            ):
+                patients = True
+                self._retend(cid, before, after)
+            if (
+                dirty is not None
+                and before is not None
+                and after is not None
+                and before.owner != after.owner
+                and cid in self.tends
+            ):
+                dirty |= self.tends[cid]  # untend: authorize reads the healer's owner
+        if moved:
+            self.chars = dict(chars)
+        if patients:
+            # First aid and tending offer the others: every character's
+            # entries may change (a character falls, is stabilized, is tended).
+            self.generation += 1
+            dirty = None
+            if not first:
+                for key in [k for k in self.entries if k[1] is not None and k[1] not in chars]:
+                    del self.entries[key]
+                for key in [k for k in self.adapted if k[2] is not None and k[2] not in chars]:
+                    del self.adapted[key]
+                for key in [k for k in self.allowed if k[3] not in chars]:
+                    del self.allowed[key]
+                for key in [k for k in self.acts if k[1] not in chars]:
+                    del self.acts[key]
+                for cid in [cid for cid in self.read if cid not in chars]:
+                    del self.read[cid]
         combat = room.combat
-        self.combat = None if combat is None else (tuple(combat.order), combat.turn, combat.round)
-        kept = {id(entry) for _, entry in self.entries.values()}
-        for key in [k for k in self.adapted if k[1] not in kept]:
-            del self.adapted[key]
+        now = None if combat is None else (tuple(combat.order), combat.turn, combat.round)
+        before_combat = self.combat
+        if now != before_combat:
+            if (now is None) != (before_combat is None):
+                dirty = None  # T1: every character's end_turn
+            elif dirty is not None and now is not None and before_combat is not None:
+                # Only their entries that read the combat (`reads_combat`,
+                # `reads_rest`) are redone.
+                old_order, new_order = before_combat[0], now[0]
+                if old_order:
+                    partial.add(old_order[before_combat[1]])  # whose turn it was
+                if new_order:
+                    partial.add(new_order[now[1]])  # and is
+                if old_order != new_order:
+                    partial |= set(old_order) ^ set(new_order)  # R4: in the combat or not
+        self.combat = now
+        self.room = room
+        self.dirty = dirty
+        self.partial = set() if dirty is None else partial - dirty
+        self.room_now = self.room_key(room)
+
+    def _retend(self, cid: str, before: Character | None, after: Character | None) -> None:
+        """Keep `tends` (each healer's patients) as `cid` changed; the
+        healers who start or stop tending anyone are dirty (R4, L4)."""
+        gone = before.healer if before is not None else None
+        come = after.healer if after is not None else None
+        if gone == come:
+            return
+        if gone is not None:
+            patients = self.tends.get(gone)
+            if patients is not None:
+                patients.discard(cid)
+                if not patients:
+                    del self.tends[gone]
+        if come is not None:
+            self.tends.setdefault(come, set()).add(cid)
+
+    def reset(self) -> None:
+        """Forget what the last call saw (the next one works out everything)."""
+        self.room = None
+        self.chars = {}
+        self.tends = {}
+        self.combat = None
+        self.seen = {}
+        self.last = {}
+        self.room_reads = {}
+
+    def inputs(self, c: Character) -> tuple[Any, ...]:
+        """What the checks read of `c` (`_inputs`), worked out once per
+        version of it: the key of its entries, equal while that is."""
+        found = self.read.get(c.id)
+        if found is None or found[0] is not c:
+            found = self.read[c.id] = (c, _inputs(c))
+        return found[1]  # type: ignore[return-value]
+
+    def undo_of(self, actor: Actor, undo: UndoEntry | None) -> dict[str, Any]:
+        """What `actor`'s undo would revert (`_undo`): the same object while
+        it is the same."""
+        if not actor.is_gm:
+            undo = None  # refused whatever the log holds (authorize_undo)
+        found = self.undos.get(actor.role)
+        if found is None or found[0] != undo:
+            found = self.undos[actor.role] = (undo, _undo(actor, undo))
+        return found[1]
 
     def room_key(self, room: Room) -> Any:
-        """What a room op's checks read: the characters, the users, the
-        combat, the dice queue."""
-        return (self.generation, self.users_generation, self.combat, len(room.queued_rolls))
+        """What a room op's checks read: the characters (their number, who
+        may join a combat: their conditions), the users, who is in the
+        combat (not whose turn it is), the dice queue."""
+        combat = None if self.combat is None else self.combat[0]
+        return (self.generation, self.users_generation, combat, len(room.queued_rolls))
+
+
+# The fields of a character that no affordance reads: not the checks (the
+# hit points, the sheet: the rules read them when a command is applied, as
+# its die roll), not authorize, not the views' level; the property tests
+# (tests/rules/test_affordances.py) catch a check that starts reading one.
+UNREAD = frozenset(
+    {
+        "pv",
+        "pe",
+        "pe_max_base",
+        "level",
+        "medicine",
+        "abilities",
+        "ability_damage",
+        "stability_checks",
+        "dying_next",
+        "dying_fresh",
+        "nonlethal",
+        "regained_at",
+    }
+)
+_READ = tuple(f.name for f in attrs.fields(Character) if f.name not in UNREAD)
+
+
+def _inputs(c: Character | None) -> tuple[Any, ...] | None:
+    """What the affordances read of a character (all but UNREAD)."""
+    return None if c is None else tuple(getattr(c, name) for name in _READ)
 
 
 # What an op's checks read, as a key (see RuleTable): the subject only...
 def reads_subject(table: RuleTable, c: Character) -> Any:
-    return c
+    return table.inputs(c)
 
 
 def reads_combat(table: RuleTable, c: Character) -> Any:
-    """...the subject and the combat (T1's turn)..."""
-    return (c, table.combat)
+    """...the subject and the combat (T1: is there one, is it their turn)..."""
+    combat = table.combat
+    turn = None if combat is None else (bool(combat[0]) and combat[0][combat[1]] == c.id)
+    return (table.inputs(c), turn)
 
 
 def reads_rest(table: RuleTable, c: Character) -> Any:
-    """...the subject, the combat, and whether it tends anyone (R4, L4)..."""
-    return (c, table.combat, c.id in table.healers)
+    """...the subject, whether it is in the combat and whether it tends
+    anyone (R4, L4)..."""
+    combat = table.combat
+    return (table.inputs(c), combat is not None and c.id in combat[0], c.id in table.tends)
 
 
 def reads_everyone(table: RuleTable, c: Character) -> Any:
     """...or every character's condition and healer (a patient to choose)."""
-    return (c, table.patients)
+    return (table.inputs(c), table.generation)
+
+
+# The keys that read the combat: the entries redone when only it changed.
+COMBAT_READS = (reads_combat, reads_rest)
 
 
 @attrs.frozen
@@ -246,8 +426,7 @@ class _Scan:
 
     room: Room
     actor: Actor
-    seen: list[Character]  # characters the viewer sees, in character order
-    seen_ids: frozenset[str]
+    seen_ids: frozenset[str]  # the characters the viewer sees
     rules: RuleTable
 
     @property
@@ -263,16 +442,17 @@ class _Scan:
                 out = {**out, key: None}
         return out
 
-    def adapt(self, entry: dict[str, Any], op: str) -> dict[str, Any]:
+    def adapt(self, entry: dict[str, Any], op: str, cid: str | None) -> dict[str, Any]:
         """The shared rule entry as this viewer gets it: choices among the
         characters they see, reasons that name nobody they do not, no die
         roll to supply unless GM (X1). The same object for the GM, and from
-        one call to the next while nothing it depends on changed."""
+        one call to the next while nothing it depends on changed (the
+        entry, and what the viewer sees: the same object while equal)."""
         if self.all_seeing:
             return entry
-        key = (self.actor.user, id(entry))
+        key = (self.actor.user, op, cid)
         found = self.rules.adapted.get(key)
-        if found is not None and found[0] is entry and found[1] == self.seen_ids:
+        if found is not None and found[0] is entry and found[1] is self.seen_ids:
             return found[2]
         out = self._adapt(entry, op)
         self.rules.adapted[key] = (entry, self.seen_ids, out)
@@ -445,20 +625,20 @@ def subject(
         entry = scan.rules.entry(
             (op, c.id), reads(scan.rules, c), lambda: rule(scan.rules, room, spec, c)
         )
-        return scan.adapt(entry, op)
+        return scan.adapt(entry, op, c.id)
 
     def offer(scan: _Scan, op: str, spec: OpSpec) -> dict[str | None, dict[str, Any]]:
         out: dict[str | None, dict[str, Any]] = {}
-        for c in scan.seen:
+        for c in scan.room.ordered():
+            if c.id not in scan.seen_ids:
+                continue
             entry = one(scan, op, spec, c)
             if entry is not None:
                 out[c.id] = entry
         return out
 
     offer.one = one  # type: ignore[attr-defined]
-    # Reads the combat or the rests: worked out again at each call (the
-    # others are kept per character while it is the same: `_affordances`).
-    offer.volatile = reads not in (reads_subject, reads_everyone)  # type: ignore[attr-defined]
+    offer.reads = reads  # type: ignore[attr-defined]
     return offer
 
 
@@ -507,9 +687,10 @@ def whole_room(
         entry = scan.rules.entry(
             (op, None), scan.rules.room_key(room), lambda: rule(room, op, spec)
         )
-        return {None: scan.adapt(entry, op)}
+        return {None: scan.adapt(entry, op, None)}
 
     offer.one = None  # type: ignore[attr-defined]
+    offer.reads = None  # type: ignore[attr-defined]
     return offer
 
 
@@ -644,13 +825,16 @@ def affordances_for(
     viewers: list[Viewer],
     undo: UndoEntry | None = None,
     table: RuleTable | None = None,
+    touched: tuple[Room, Collection[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """`affordances` for several viewers of one room at once: the rule
-    checks run once and serve them all (the server asks for every GM and
-    player after each command). With the `table` of the previous call,
-    only what changed since is worked out again (`RuleTable`)."""
+    checks run once and serve them all (the server asks for every connected
+    GM and player after each command). With the `table` of the previous
+    call, only what changed since is worked out again (`RuleTable`);
+    `touched=(before, ids)` says what changed when `before` was the room of
+    that call (the characters a command changed: `Outcome.touched`)."""
     table = RuleTable() if table is None else table
-    table.begin(room)
+    table.begin(room, touched)
     return [_affordances(room, viewer, undo, table) for viewer in viewers]
 
 
@@ -660,67 +844,129 @@ def _affordances(
     if viewer.role not in ("gm", "player", "observer") or viewer.user is None:
         return {"chars": {}, "room": {}, "undo": {"why": {"key": "undo_gm_only"}}}
     actor = Actor(viewer.user, viewer.role)
-    seen = [
-        c for c in room.ordered() if level_for(viewer.role, viewer.user, c.owner, c.shown) != HIDDEN
-    ]
-    seen_ids = frozenset(c.id for c in seen)
-    if table.seen.get(viewer.user) == seen_ids:
-        seen_ids = table.seen[viewer.user]  # the same object: compares at once
-    table.seen[viewer.user] = seen_ids
-    scan = _Scan(room, actor, seen, seen_ids, table)
-    allowed, per_char = table.ops_for(actor)
     last = table.last.get(viewer.user)
-    # A player's per-character ops are all the owner's (O) or the owners'
-    # of the patient or its healer (UNTEND): `authorize` refuses them every
-    # one for a character they own neither of, so its entries are skipped
-    # without working them out (a room of 98 players: 98 characters each,
-    # after a century advance, for one that can have any).
-    owners_only = not actor.is_gm and all(
-        spec.role in (OWNER_OR_GM, UNTEND) for _, spec, _, _ in per_char
-    )
-    chars: dict[str, dict[str, Any]] = {}
-    for c in seen:
-        healer = room.characters.get(c.healer) if c.healer is not None else None
-        if owners_only and actor.user != c.owner and (healer is None or actor.user != healer.owner):
-            continue
-        # Everything the steady entries of this character read (RuleTable's
-        # keys, the owners that authorize reads, what the viewer sees):
-        # while it is the same, so are they.
-        key = (c, table.patients, seen_ids, None if healer is None else healer.owner)
-        found = table.per_char.get((viewer.user, c.id))
-        if found is not None and found[0] == key:
-            steady, acts = found[1], found[2]
-        else:
-            # The steady entries, and which of the others this viewer may
-            # send at all (authorize reads only what the key holds).
-            steady, acts = {}, set()
-            for op, spec, one, volatile in per_char:
-                entry = one(scan, op, spec, c)
-                if entry is not None:
-                    if volatile:
-                        acts.add(op)
-                    else:
-                        steady[op] = entry
-            table.per_char[(viewer.user, c.id)] = (key, steady, acts)
-        if not steady and not acts:
-            continue  # nothing this viewer may send for this character
+    seen_ids = table.seen.get(viewer.user)
+    dirty = table.dirty if last is not None and seen_ids is not None else None
+    if (
+        dirty is not None
+        and not dirty
+        and not table.partial
+        and table.room_reads.get(viewer.user) == (table.room_now, seen_ids)
+        and table.undo_of(actor, undo) is last["undo"]  # type: ignore[index]
+    ):
+        table.redone[viewer.user] = dirty
+        return last  # type: ignore[return-value]  # nothing they read changed
+    if dirty is not None:
+        # Only the dirty characters' visibility can have changed (it reads
+        # the character alone: rules/view.py).
+        assert seen_ids is not None
+        now_seen = {
+            cid
+            for cid in dirty
+            if (c := room.characters.get(cid)) is not None
+            and level_for(viewer.role, viewer.user, c.owner, c.shown) != HIDDEN
+        }
+        if now_seen != seen_ids & dirty:
+            dirty = None  # what the viewer sees changed: choices among them too
+    if dirty is None:
+        seen = [
+            c
+            for c in room.ordered()
+            if level_for(viewer.role, viewer.user, c.owner, c.shown) != HIDDEN
+        ]
+        ids = frozenset(c.id for c in seen)
+        seen_ids = seen_ids if seen_ids == ids else ids  # the same object while equal
+        redo = seen
+    else:
+        assert seen_ids is not None
+        redo = [room.characters[cid] for cid in dirty if cid in seen_ids]
+    table.seen[viewer.user] = seen_ids
+    scan = _Scan(room, actor, seen_ids, table)
+    allowed, per_char = table.ops_for(actor)
+    before = last["chars"] if last is not None else {}
+    chars = {} if dirty is None else before
+    if dirty is None:
+        table.redone[viewer.user] = None
+    else:
+        table.redone[viewer.user] = dirty | table.partial
+        for cid in table.partial:
+            old = before.get(cid)
+            if old is None or cid not in seen_ids:
+                continue  # nothing this viewer may send for them
+            c = room.characters[cid]
+            turned = dict(old)
+            for op, spec, one, combat in per_char:
+                if combat and op in old:
+                    entry = one(scan, op, spec, c)
+                    if entry is not None:
+                        turned[op] = entry
+            turned = _same(old, turned)
+            if turned is not old:
+                if chars is before:
+                    chars = dict(before)
+                chars[cid] = turned
+    for c in redo:
         mine: dict[str, Any] = {}
-        for op, spec, one, volatile in per_char:
-            entry = (one(scan, op, spec, c) if op in acts else None) if volatile else steady.get(op)
+        ops_of_c = per_char
+        if not actor.is_gm:
+            # The ops this player may send for `c` at all: authorize reads
+            # the owners of `c` and of its healer (UNTEND), kept while they are.
+            healer = room.characters.get(c.healer) if c.healer is not None else None
+            owners = (c.owner, None if healer is None else healer.owner)
+            found = table.acts.get((viewer.user, c.id))
+            if found is not None and found[0] == owners:
+                ops_of_c = found[1]
+            else:
+                ops_of_c = [
+                    (op, spec, one, combat)
+                    for op, spec, one, combat in per_char
+                    if one(scan, op, spec, c) is not None
+                ]
+                table.acts[(viewer.user, c.id)] = (owners, ops_of_c)
+        for op, spec, one, _ in ops_of_c:
+            entry = one(scan, op, spec, c)
             if entry is not None:
                 mine[op] = entry
-        if mine:
-            chars[c.id] = _same(last["chars"].get(c.id) if last else None, mine)
-    ops: dict[str, Any] = {}
-    for op, spec in allowed:
-        if not OFFERS[op].one:  # type: ignore[attr-defined]
-            entry = OFFERS[op](scan, op, spec).get(None)
-            if entry is not None:
-                ops[op] = entry
-    out = {"chars": chars, "room": ops, "undo": _undo(actor, undo)}
-    if last is not None:
-        out = {k: _same(last[k], v) for k, v in out.items()}
-        out = _same(last, out)
+        old = before.get(c.id)
+        if not mine:
+            if old is not None and chars is before:
+                chars = dict(before)
+            chars.pop(c.id, None)
+            continue  # nothing this viewer may send for this character
+        mine = _same(old, mine)
+        if mine is not old and chars is before:
+            chars = dict(before)
+        chars[c.id] = mine
+    if dirty is not None:
+        for cid in dirty:
+            if cid not in seen_ids and cid in chars:  # gone
+                if chars is before:
+                    chars = dict(before)
+                del chars[cid]
+    # The room's ops read only what `room_key` holds (and the viewer: their
+    # role, and what they see when a choice lists characters).
+    room_reads = (table.room_now, seen_ids)
+    if last is not None and table.room_reads.get(viewer.user) == room_reads:
+        ops = last["room"]
+    else:
+        ops = {}
+        for op, spec in allowed:
+            if not OFFERS[op].one:  # type: ignore[attr-defined]
+                entry = OFFERS[op](scan, op, spec).get(None)
+                if entry is not None:
+                    ops[op] = entry
+        table.room_reads[viewer.user] = room_reads
+    told = table.undo_of(actor, undo)
+    if last is None:
+        out = {"chars": chars, "room": ops, "undo": told}
+    elif chars is last["chars"] and ops is last["room"] and told is last["undo"]:
+        out = last  # nothing changed: the same object (the diff skips it at once)
+    else:
+        out = {
+            "chars": _same(last["chars"], chars),
+            "room": _same(last["room"], ops),
+            "undo": told,
+        }
     table.last[viewer.user] = out
     return out
 

@@ -46,7 +46,6 @@ const ERROR_TITLES = {
 // nothing else; a hidden one is absent from their state, and `combat.turn` is
 // null while it acts (docs/views.md).
 
-const NO_NUMBERS = "status only · no numbers shown";
 const OWN_SHOWN_NOTES = { status: "others see its status only", hidden: "hidden from others" };
 
 /** Does this viewer see the character at the status level only (no numbers)?
@@ -79,7 +78,6 @@ function byTableOrder([ida, a], [idb, b]) {
 
 // --- formatting --------------------------------------------------------------
 
-const REST_NAMES = { short: "Short rest", night: "Night's rest", bed: "Bed rest" };
 
 function charName(id) {
   return names.char(id);
@@ -282,13 +280,11 @@ function onCardAction(id, action, card, btn) {
   }
 }
 
-/** When a dying character next loses a PP (D5), in words. */
+/** When a dying character next loses a PP (D5), in words (the shared table's `notes`). */
 function dyingNote(c, state) {
   if (c.condition !== "dying" || numbersHidden(c)) return "";
-  if (c.dying_next === null || c.dying_next === undefined) {
-    return c.dying_fresh ? "loses 1 PP at the end of its next turn" : "loses 1 PP at the end of its turn";
-  }
-  return `loses 1 PP in ${formatDuration(c.dying_next - state.clock)}`;
+  const inCombat = c.dying_next === null || c.dying_next === undefined; // at the end of its own turns
+  return eventText.note("dying", { next: inCombat ? null : c.dying_next - state.clock, fresh: c.dying_fresh });
 }
 
 function updateCard(card, id, c, state) {
@@ -306,7 +302,7 @@ function updateCard(card, id, c, state) {
   $(".bars", card).hidden = partial;
   const noNumbers = $(".no-numbers", card);
   noNumbers.hidden = !partial;
-  noNumbers.textContent = partial ? NO_NUMBERS : "";
+  noNumbers.textContent = partial ? eventText.note("no_numbers", {}) : "";
   if (partial) for (const k of ["pv", "pe", "pp"]) clearBar($(`.${k}`, card));
   else {
     setBar($(".pv", card), c.pv, c.pv_max);
@@ -331,7 +327,7 @@ function updateCard(card, id, c, state) {
   const activity = $(".activity", card);
   if (c.activity) {
     const left = c.activity.ends - state.clock;
-    activity.textContent = `${REST_NAMES[c.activity.kind] ?? c.activity.kind} · ${formatDuration(left)} left`;
+    activity.textContent = eventText.note("resting", { kind: c.activity.kind, left });
     activity.dataset.kind = c.activity.kind;
     activity.hidden = false;
   } else {
@@ -343,11 +339,7 @@ function updateCard(card, id, c, state) {
   const healer = $(".healer", card);
   // `tended` without `healer`: someone the viewer cannot see tends it (views)
   healer.hidden = !c.healer && !c.tended;
-  healer.textContent = c.healer
-    ? `tended by ${charName(c.healer)}`
-    : c.tended
-      ? "tended by someone you cannot see"
-      : "";
+  healer.textContent = c.healer || c.tended ? eventText.note("tended", { healer: c.healer }) : "";
   const stab = $(".stability", card);
   if (c.condition === "stable" && c.stable_since !== null && c.stable_since !== undefined) {
     stab.hidden = false;
@@ -1157,7 +1149,13 @@ async function start() {
     texts = await loadTexts();
   } catch (err) {
     // events then read as their kind; the table still works
-    texts = { labels: {}, events: {}, unknown: "{kind|words}", commands: { fallback: "{op|words} (v{undone})" } };
+    texts = {
+      labels: {},
+      events: {},
+      notes: { no_numbers: "", resting: "{kind|words}", dying: "", tended: "" },
+      unknown: "{kind|words}",
+      commands: { fallback: "{op|words} (v{undone})" },
+    };
     toast("error", "Event texts missing", String(err.message || err));
   }
   eventText = new EventText(texts, names, (v) => patchEvents.get(v) ?? null);

@@ -114,6 +114,14 @@ export class EventText {
     return out.map(([text]) => text).join("");
   }
 
+  /** A character's note (rest, dying, tending...) in words, from the
+   * table's `notes`: the Python client renders the same ones from the same table. */
+  note(key, values) {
+    const out = [];
+    this.#rule(this.texts.notes[key], values, (f) => values[f], out);
+    return out.map(([text]) => text).join("");
+  }
+
   /** An action's label (the `actions` table). */
   action(op) {
     return this.texts.actions?.[op] ?? String(op).replaceAll("_", " ");

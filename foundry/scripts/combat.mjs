@@ -20,13 +20,6 @@ export function turnId(combatId, round, index, char, v) {
   return `turn:${combatId}:${round}.${index}:${char}@${v}`;
 }
 
-/** The parts of a turnId, or null for any other id. */
-export function parseTurnId(id) {
-  const m = /^turn:([^:]+):(\d+)\.(\d+):(.+)@(\d+)$/.exec(id || "");
-  if (!m) return null;
-  return { combatId: m[1], round: Number(m[2]), index: Number(m[3]), char: m[4], v: Number(m[5]) };
-}
-
 export function clockId(from, to, v) {
   return `clock:${from}->${to}@${v}`;
 }
@@ -136,47 +129,16 @@ export function serverBehind(chars, server, expected) {
 }
 
 /**
- * The latest `count` commands that an `undo` would revert, newest first,
- * from the patches this client saw (`history`, oldest first): undo
- * patches and the user commands it skips are not candidates, and a version
- * an undo already reverted is not one either. Fewer than `count` when the
- * history does not reach back far enough.
+ * One step back in the tracker: an undo, if what the server says this
+ * viewer's undo reverts now (`state.affordances.undo`: {v, op, by} or
+ * {why}) is the end of a turn; else why not ("not_last": undo would revert
+ * something else; "undo": the server refuses undo, with its reason). The
+ * module asks again after each step, from the fresh affordances: the
+ * server alone knows what undo reverts.
  */
-export function undoCandidates(history, count) {
-  const undone = new Set();
-  const out = [];
-  for (let i = history.length - 1; i >= 0 && out.length < count; i--) {
-    const p = history[i];
-    const events = p.events || [];
-    const undo = events.find((e) => e.kind === "undo");
-    if (undo) {
-      undone.add(undo.undone);
-      continue;
-    }
-    if (events.some((e) => e.kind === "user")) continue; // undo skips user commands
-    if (undone.has(p.v)) continue;
-    out.push(p);
-  }
-  return out;
-}
-
-/**
- * Going back in Foundry's tracker: the server turns that must be un-ended
- * (`turns`, in forward order) are undone if and only if the latest commands
- * not yet undone are exactly the module's end_turns of those turns, newest
- * first. Returns {ok: true, undo: [patch, ...]} or {ok: false, reason}.
- */
-export function planUndo(history, turns, combatId) {
-  if (!turns.length) return { ok: true, undo: [] };
-  const found = undoCandidates(history, turns.length);
-  const wanted = [...turns].reverse();
-  for (let i = 0; i < wanted.length; i++) {
-    const p = found[i];
-    if (!p) return { ok: false, reason: "history" };
-    const t = parseTurnId(p.id);
-    if (!t || t.combatId !== combatId || t.char !== wanted[i].char || t.round !== wanted[i].round) {
-      return { ok: false, reason: "not_last", v: p.v };
-    }
-  }
-  return { ok: true, undo: found.slice(0, wanted.length) };
+export function undoStep(affordances) {
+  const undo = affordances?.undo;
+  if (!undo || undo.why) return { ok: false, reason: "undo", why: undo?.why };
+  if (undo.op !== "end_turn") return { ok: false, reason: "not_last", v: undo.v };
+  return { ok: true, v: undo.v };
 }

@@ -24,7 +24,7 @@ import {
   linkedOrder,
   linkedTurns,
   orderId,
-  planUndo,
+  undoStep,
   serverBehind,
   turnId,
   walk,
@@ -40,13 +40,6 @@ export { MODULE_ID, toWsUrl };
 /** The option key that marks the module's own writes, so that its hooks
  * ignore their echo (update options travel with the update to every client). */
 export const TAG = "vttSync";
-
-/** Patches kept to check that a step back in the tracker is an undo of the
- * module's own end_turns; a step back further than this is refused. */
-export const HISTORY = 200;
-
-/** Patches asked for on arrival, so a step back works right after a reload. */
-export const HISTORY_ON_CONNECT = 50;
 
 /** Tracker edits come in bursts (several combatants added at once, a
  * deletion followed by its turn fix): wait this long for the burst to end
@@ -94,7 +87,6 @@ export class VttSyncModule {
     this.ui = createUi ? createUi(this) : null;
     this.client = null;
     this.status = "off";
-    this.history = [];
     this.lastClock = null;
     this.queue = Promise.resolve();
     this.syncScheduled = false;
@@ -350,7 +342,6 @@ export class VttSyncModule {
     const url = this.serverUrl();
     const room = this.room;
     const token = String(this.setting("token") || "").trim();
-    this.history = [];
     this.lastClock = null;
     this.warned.clear();
     this.final = null;
@@ -471,14 +462,10 @@ export class VttSyncModule {
       this.warnOnce("gm-token", "GmTokenOnPlayer");
     }
     this.announce();
-    if (!this.history.length) {
-      this.client.history(HISTORY_ON_CONNECT).then((patches) => this.addHistory(patches));
-    }
     if (this.isAutomation()) this.becomeAutomation();
   }
 
   onPatch(patch) {
-    this.addHistory([patch]);
     this.emitApi("patch", patch);
     if (this.isAutomation() && this.setting("chatMessages")) this.postEvents(patch);
   }
@@ -500,12 +487,6 @@ export class VttSyncModule {
         }),
       ).catch((err) => this.report(err));
     }
-  }
-
-  addHistory(patches) {
-    const byV = new Map(this.history.map((p) => [p.v, p]));
-    for (const p of patches) byV.set(p.v, { v: p.v, id: p.id, by: p.by, events: p.events || [] });
-    this.history = [...byV.values()].sort((a, b) => a.v - b.v).slice(-HISTORY);
   }
 
   onState() {
@@ -1454,9 +1435,10 @@ export class VttSyncModule {
       this.notify("warn", "Jump", { max: MAX_WALK });
       return false;
     }
-    const plan = planUndo(this.history, turns, combat.id);
-    if (!plan.ok) {
-      this.notify("warn", plan.reason === "history" ? "BackNoHistory" : "BackNotLast");
+    if (!turns.length) return;
+    const step = undoStep(this.client.state?.affordances);
+    if (!step.ok) {
+      this.notify("warn", "BackNotLast");
       return false;
     }
   }
@@ -1469,16 +1451,23 @@ export class VttSyncModule {
     const expected = expectedTurn(chars, s.order, to, offset);
     if (expected && s.order[s.turn] === expected.char && s.round === expected.round) return; // done
     const turns = to.round >= 1 ? this.backTurns(combat, from, to) : null;
-    const plan = turns ? planUndo(this.history, turns, combat.id) : { ok: false, reason: "not_last" };
-    if (!plan.ok) {
-      this.notify("warn", plan.reason === "history" ? "BackNoHistory" : "BackNotLast");
+    if (!turns) {
+      this.notify("warn", "BackNotLast");
       await this.restoreTurn(combat, from);
       return;
     }
-    for (const p of plan.undo) {
+    // One undo per turn to un-end, each one checked against what the
+    // server says undo reverts now (its affordances, fresh after each patch).
+    for (let i = 0; i < turns.length; i++) {
+      const step = undoStep(this.client.state?.affordances);
+      if (!step.ok) {
+        this.notify("warn", "BackNotLast");
+        await this.restoreTurn(combat, from);
+        return;
+      }
       const v = this.client.version;
       try {
-        await this.command("undo", {}, { expect: v, id: `undo:${p.v}@${v}` });
+        await this.command("undo", {}, { expect: v, id: `undo:${step.v}@${v}` });
       } catch (err) {
         this.report(err);
         await this.restoreTurn(combat, from);

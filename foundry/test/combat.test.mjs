@@ -7,11 +7,9 @@ import {
   expectedTurn,
   linkedOrder,
   linkedTurns,
-  parseTurnId,
-  planUndo,
   serverBehind,
   turnId,
-  undoCandidates,
+  undoStep,
   walk,
 } from "../scripts/combat.mjs";
 
@@ -64,62 +62,16 @@ test("linkedTurns and serverBehind compare in Foundry's order", () => {
   assert.equal(serverBehind(chars, { char: "x", round: 1 }, { char: "c", round: 1 }), null);
 });
 
-test("ids: derived from the event, parsed back", () => {
-  const id = turnId("C1", 3, 2, "fvtt-A1", 57);
-  assert.equal(id, "turn:C1:3.2:fvtt-A1@57");
-  assert.deepEqual(parseTurnId(id), { combatId: "C1", round: 3, index: 2, char: "fvtt-A1", v: 57 });
-  assert.equal(parseTurnId("clock:0->60@3"), null);
+test("ids: derived from the event", () => {
+  assert.equal(turnId("C1", 3, 2, "fvtt-A1", 57), "turn:C1:3.2:fvtt-A1@57");
 });
 
-const patch = (v, id, events = [{ kind: "turn" }]) => ({ v, id, events });
-
-test("undoCandidates: what undo would revert, newest first, skipping undos, what they undid and user commands", () => {
-  const history = [
-    patch(10, "turn:C1:1.0:a@9"),
-    patch(11, "turn:C1:1.2:c@10"),
-    patch(12, "x-1", [{ kind: "user", change: "added" }]),
-    patch(13, "y-2", [{ kind: "damage" }]),
-    patch(14, "undo:13@13", [{ kind: "undo", undone: 13, op: "damage" }]),
-  ];
-  assert.deepEqual(
-    undoCandidates(history, 2).map((p) => p.v),
-    [11, 10],
-  );
-});
-
-test("planUndo: a step back is the undo of the module's own last end_turns, else refused with the reason", () => {
-  const history = [patch(10, "turn:C1:1.0:a@9"), patch(11, "turn:C1:1.2:c@10")];
-  assert.deepEqual(
-    planUndo(history, [{ char: "c", round: 1 }], "C1").undo.map((p) => p.v),
-    [11],
-  );
-  assert.deepEqual(
-    planUndo(
-      history,
-      [
-        { char: "a", round: 1 },
-        { char: "c", round: 1 },
-      ],
-      "C1",
-    ).undo.map((p) => p.v),
-    [11, 10],
-  );
-  assert.deepEqual(planUndo(history, [], "C1"), { ok: true, undo: [] });
-  assert.equal(planUndo(history, [{ char: "a", round: 1 }], "C1").reason, "not_last");
-  assert.equal(planUndo(history, [{ char: "c", round: 1 }], "C2").reason, "not_last"); // another combat's
-  assert.equal(
-    planUndo([...history, patch(12, "z", [{ kind: "damage" }])], [{ char: "c", round: 1 }], "C1").reason,
-    "not_last",
-  );
-  assert.equal(
-    planUndo(
-      history.slice(1),
-      [
-        { char: "a", round: 1 },
-        { char: "c", round: 1 },
-      ],
-      "C1",
-    ).reason,
-    "history",
-  );
+test("undoStep: a step back is an undo only when the server says undo reverts an end_turn now", () => {
+  // What the server says the GM's undo reverts (state.affordances.undo): the module works nothing out.
+  assert.deepEqual(undoStep({ undo: { v: 11, op: "end_turn", by: "u1" } }), { ok: true, v: 11 });
+  assert.deepEqual(undoStep({ undo: { v: 12, op: "damage", by: "u1" } }), { ok: false, reason: "not_last", v: 12 });
+  const nothing = { key: "undo_nothing" };
+  assert.deepEqual(undoStep({ undo: { why: nothing } }), { ok: false, reason: "undo", why: nothing });
+  assert.equal(undoStep({ undo: { why: { key: "undo_gm_only" } } }).ok, false);
+  assert.equal(undoStep(undefined).ok, false); // a server without affordances: no step back
 });

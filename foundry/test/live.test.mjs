@@ -194,6 +194,23 @@ test("previous turn undoes the module's last end_turn, clock included; otherwise
   t.close();
 });
 
+test("a step back of two turns is two undos, each sent when the server says undo reverts an end_turn", async () => {
+  const { t, cid, ca, cg } = await combatTable();
+  const combat = t.gm.client.combat(cid);
+  await combat.startCombat();
+  for (let i = 0; i < 3; i++) await combat.nextTurn(); // round 2, Aline (the monster is unlinked)
+  await t.settle();
+  assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 2 });
+  assert.equal(t.gm.mod.client.state.affordances.undo.op, "end_turn");
+  await combat.update({ round: 1, turn: 0 }); // back to the start: Gorgol's end_turn, then Aline's
+  await t.settle();
+  assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 1 });
+  assert.equal(t.patches("undo").length, 2);
+  assert.equal(t.gm.mod.client.state.affordances.undo.op, "combat_start"); // what undo reverts next
+  t.assertClean();
+  t.close();
+});
+
 test("a combat already running when the module is set up: 'link combatants' starts the server's at the tracker's turn", async () => {
   const t = await table();
   const mk = (name) => t.actor({ name, type: "npc", system: sfrpgSheet() });

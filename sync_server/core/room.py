@@ -36,7 +36,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, NamedTuple, Protocol
 
 import attrs
@@ -185,6 +185,41 @@ def afford_class(viewer: rules.Viewer | None) -> Any:
     if viewer.role == "player":
         return ("player", viewer.user)
     return None
+
+
+def afford_diff(
+    old: dict[str, Any] | None, new: dict[str, Any], redone: Collection[str] | None = None
+) -> list[Any]:
+    """The patch ops from one viewer's affordances to the next: the parts
+    the rules kept (rules.RuleTable: the same objects) are skipped at once,
+    and with `redone` (the characters the rules worked out again, the
+    others kept: RuleTable.redone) no other character is looked at, so a
+    command costs the characters it changed, not the room's size."""
+    if old is None:
+        return [["set", [AFFORDANCES], new]]
+    if old is new:
+        return []
+    ops: list[Any] = []
+    for part in ("room", "undo"):
+        if old[part] is not new[part]:
+            ops += rules.diff(old[part], new[part], (AFFORDANCES, part))
+    before, after = old["chars"], new["chars"]
+    if before is not after:
+        if len(after) * 2 < len(before):
+            return [*ops, ["set", [AFFORDANCES, "chars"], after]]
+        if redone is None:
+            redone = after.keys() | before.keys()
+        for cid in redone:
+            was, entry = before.get(cid), after.get(cid)
+            if was is entry:
+                continue
+            if entry is None:
+                ops.append(["del", [AFFORDANCES, "chars", cid]])
+            elif was is None:
+                ops.append(["set", [AFFORDANCES, "chars", cid], entry])
+            else:
+                ops += rules.diff(was, entry, (AFFORDANCES, "chars", cid))
+    return ops
 
 
 @attrs.frozen
@@ -391,9 +426,10 @@ class RoomCore:
         self.undo: rules.UndoEntry | None = undo_entry(loaded.undo)
         # The rules' answers kept between commands (a cache: rules.RuleTable).
         self._rule_table = rules.RuleTable()
-        self.afford: dict[Any, dict[str, Any]] | None = (
-            self._affordances(self.room, self.undo) if affordances else None
-        )
+        self._redone: dict[Any, Collection[str] | None] = {}
+        self.afford: dict[Any, dict[str, Any]] | None = None
+        if affordances:
+            self.afford = self._affordances(self.room, self.undo)
         # What is stored: what readers outside the room's queue see.
         self.committed: tuple[dict[str, Any], int, dict[str, int]] = (
             self.state,
@@ -808,7 +844,7 @@ class RoomCore:
         # The players whose view was not rendered get a snapshot, which
         # works out their affordances then: not worked out here.
         unrendered = frozenset(("player", u) for u in (views or {}).get("resync", ()))
-        afford, afford_ops = self._afford_after(new_room, undo_after, unrendered)
+        afford, afford_ops = self._afford_after(new_room, undo_after, unrendered, touched)
         view = PatchView(patch, views, afford_ops)
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
@@ -834,19 +870,43 @@ class RoomCore:
         room: rules.Room,
         undo: rules.UndoEntry | None,
         only: Callable[[Any], bool] | None = None,
+        touched: frozenset[str] | None = None,
     ) -> dict[Any, dict[str, Any]]:
         """Each affordance class's affordances (`afford_class`): the GMs',
-        and each player's (those `only` accepts, when given). Observers'
-        never change: not kept."""
+        and each player's (those `only` accepts, when given: the rule
+        table forgets the others, so their next call redoes them whole).
+        Observers' never change: not kept. `touched`: the only characters
+        that changed since the current room."""
         viewers: dict[Any, rules.Viewer] = {}
         for uid, user in room.users.items():
             if user.role not in ("gm", "player"):  # observers (and a stored role
                 continue  # outside a room's: such a user can never join)
             viewer = rules.Viewer(uid, user.role)
             cls = afford_class(viewer)
-            if cls is not None and cls not in viewers and (only is None or only(cls)):
+            if cls is None or cls in viewers:
+                continue
+            if only is None or only(cls):
                 viewers[cls] = viewer
-        found = rules.affordances_for(room, list(viewers.values()), undo, self._rule_table)
+            else:
+                self._rule_table.forget(uid)  # its kept entries would go stale
+        since = None if touched is None else (self.room, touched)
+        table = self._rule_table
+        before = {cls: table.last.get(viewer.user) for cls, viewer in viewers.items()}
+        found = rules.affordances_for(room, list(viewers.values()), undo, table, since)
+        if self.check_invariants:  # the kept table against a fresh one (tests)
+            for viewer, got in zip(viewers.values(), found, strict=True):
+                if got != rules.affordances(room, viewer, undo):
+                    raise RuntimeError(
+                        f"room {self.room_id}: {viewer.user}'s kept affordances differ"
+                    )
+        # What the rules redid, good for a diff from what they gave last
+        # (after a rollback, the current affordances are older than that).
+        current = self.afford or {}
+        self._redone = {
+            cls: table.redone.get(viewer.user)
+            for cls, viewer in viewers.items()
+            if before[cls] is not None and before[cls] is current.get(cls)
+        }
         return dict(zip(viewers, found, strict=True))
 
     def _afford_after(
@@ -854,6 +914,7 @@ class RoomCore:
         room: rules.Room,
         undo: rules.UndoEntry | None,
         unrendered: frozenset[Any] = frozenset(),
+        touched: frozenset[str] | None = None,
     ) -> tuple[dict[Any, dict[str, Any]] | None, dict[Any, list[Any]]]:
         """The affordances after a command, and the ops that bring each
         class's from the current ones to them (only classes that change).
@@ -868,10 +929,10 @@ class RoomCore:
         if self.afford is None:
             return None, {}
         known = self.afford
-        after = self._affordances(room, undo, lambda c: c in known and c not in unrendered)
+        after = self._affordances(room, undo, lambda c: c in known and c not in unrendered, touched)
         ops: dict[Any, list[Any]] = {}
         for cls, now in after.items():
-            changed = rules.diff(self.afford.get(cls, {}), now, (AFFORDANCES,))
+            changed = afford_diff(self.afford.get(cls), now, self._redone.get(cls, None))
             if changed:
                 ops[cls] = changed
         return after, ops

@@ -238,3 +238,56 @@ def test_a_stability_check_says_why(outcome: str, total: int, said: str) -> None
     ev |= {"bonus": 0, "total": total, "dc": None, "outcome": outcome, "hour": 3}
     sentence = EventText(example_names()).sentence(ev)
     assert sentence == f"Aline rolls Constitution (hour 3): d20 {total} +0 = {total} — {said}"
+
+
+# Values both clients format: each note of the shared table (`notes`) and
+# the durations in it, for the same inputs.
+NOTE_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("no_numbers", {}),
+    ("resting", {"kind": "short", "left": 600}),
+    ("resting", {"kind": "night", "left": 3_725}),
+    ("resting", {"kind": "bed", "left": 59}),
+    ("dying", {"next": 6, "fresh": False}),
+    ("dying", {"next": None, "fresh": True}),
+    ("dying", {"next": None, "fresh": False}),
+    ("tended", {"healer": "c1"}),
+    ("tended", {"healer": None}),
+]
+
+
+def test_the_page_and_the_python_client_word_values_alike() -> None:
+    """The Python client's notes (client_stub/view.py) and the page's
+    (app.js) come from one table: the same inputs read the same in both."""
+    import pathlib
+    import subprocess
+
+    from tests.test_js import node
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    names = {"characters": {"c1": {"name": "Aline"}}, "users": {}}
+    script = f"""
+import {{ readFileSync }} from "node:fs";
+import {{ EventText, Names, formatDuration }} from "{root / "client_stub/web/event-text.js"}";
+const texts = JSON.parse(readFileSync("{root / "client_stub/web/events.json"}", "utf8"));
+const names = new Names();
+names.update({json.dumps(names)});
+const text = new EventText(texts, names);
+const cases = {json.dumps(NOTE_CASES)};
+const out = cases.map(([key, values]) => text.note(key, values));
+out.push(...[0, 59, 60, 61, 3599, 3600, 3725, 90000].map(formatDuration));
+console.log(JSON.stringify(out));
+"""
+    done = subprocess.run(
+        [node(), "--input-type=module", "-e", script], capture_output=True, text=True, check=True
+    )
+    js = json.loads(done.stdout)
+    py_names = Names()
+    py_names.update(names)
+    text = EventText(py_names)
+    from client_stub.events import format_duration
+
+    py = [text.note(key, values) for key, values in NOTE_CASES]
+    py += [format_duration(s) for s in (0, 59, 60, 61, 3599, 3600, 3725, 90000)]
+    assert js == py
+    assert py[1] == "short rest, 10m left" and py[7] == "tended by Aline"
+    assert py[5] == "loses 1 PP at the end of its next turn (not this one)"

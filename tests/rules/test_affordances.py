@@ -353,6 +353,76 @@ def check_all(t: Table, table: RuleTable) -> None:
             assert_no_secret({"affordances": affordances(t.room, v)}, None, state, v)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(VIEW_COMMANDS, ACTORS, st.booleans()), max_size=40),
+    st.booleans(),
+    st.integers(0, 2**32),
+)
+def test_the_table_told_what_each_command_touched_equals_a_fresh_one(commands, tended, seed):
+    """The server's path (RoomCore._afford_after): after each command the
+    table is told the characters it touched (`Outcome.touched`) and works
+    out again only those and the ones whose room-level inputs changed (T1's
+    turn, R4's combat, L4's healers, S1's patients, the users): every
+    viewer's affordances equal a fresh call's, whatever the command; and
+    the characters it says it redid (`RuleTable.redone`) hold every change."""
+    t = secret_table(tended)
+    dice = SeededDice(seed)
+    rng = random.Random(seed)
+    actor_of = {"gm": t.gm, "p1": t.p1, "p2": t.p2, "obs": t.obs}
+    table = RuleTable()
+    viewers = [v for v in all_viewers(t).values() if v.role in ("gm", "player")]
+    undo = None
+    before = affordances_for(t.room, viewers, undo, table)
+
+    def pick(items: list[str]) -> str:
+        return rng.choice(items) if items else "c9"
+
+    for (op, args), who, aimed in commands:
+        if op == "undo":
+            continue
+        if aimed:
+            args = aim(op, args, t.room, pick)
+        if op == "add_character":
+            args = {**SHEET, **args, "name": "Nouveau"}
+        try:
+            out = apply(t.room, op, args, actor_of[who], dice)
+        except Refused:
+            continue
+        undo = UndoEntry(len(commands), op, actor_of[who].user)
+        after = affordances_for(out.room, viewers, undo, table, (t.room, out.touched))
+        t.room = out.room
+        assert after == [affordances(t.room, v, undo) for v in viewers], op
+        for v, old, new in zip(viewers, before, after, strict=True):
+            redone = table.redone[v.user]
+            if redone is not None:
+                changed = {c for c in old["chars"].keys() | new["chars"].keys()}
+                changed = {c for c in changed if old["chars"].get(c) != new["chars"].get(c)}
+                assert changed <= redone, (op, v)
+        before = after
+
+
+def test_T1_an_end_of_turn_redoes_the_two_combatants_only():
+    """A 200-character room: ending a turn works out again the affordances
+    of whose turn it was and whose it is, not the bystanders'."""
+    t = Table()
+    a = t.add("Aline", owner=t.p1)
+    b = t.add("Bruno")
+    for i in range(30):
+        t.add(f"B{i}")
+    t.do("combat_start", order=[a, b])
+    table = RuleTable()
+    gm = viewer(t.gm)
+    first = affordances_for(t.room, [gm], None, table)[0]
+    out = apply(t.room, "end_turn", {"char": a}, t.gm, SeededDice(1))
+    now = affordances_for(out.room, [gm], None, table, (t.room, out.touched))[0]
+    assert table.redone["u1"] == {a, b}
+    assert now["chars"][a]["end_turn"]["why"] == {"key": "not_the_turn"}
+    assert "why" not in now["chars"][b]["end_turn"]
+    bystanders = [cid for cid in now["chars"] if cid not in (a, b)]
+    assert all(now["chars"][cid] is first["chars"][cid] for cid in bystanders)
+
+
 def test_nothing_to_undo_is_a_conflict():
     err = affordances(Table().room, Viewer("u1", "gm"))["undo"]["why"]
     assert err == Conflict("nothing to undo", "undo_nothing").reason()
