@@ -43,6 +43,8 @@ from rules import clock, initiative, roster, stability, stabilizing
 from rules.context import Actor
 from rules.engine import (
     OPS,
+    OWNER_OR_GM,
+    UNTEND,
     OpSpec,
     authorize,
     authorize_role,
@@ -905,6 +907,9 @@ def _affordances(
                 if chars is before:
                     chars = dict(before)
                 chars[cid] = turned
+    owners_only = not actor.is_gm and all(
+        spec.role in (OWNER_OR_GM, UNTEND) for _, spec, _, _ in per_char
+    )
     for c in redo:
         mine: dict[str, Any] = {}
         ops_of_c = per_char
@@ -916,6 +921,14 @@ def _affordances(
             found = table.acts.get((viewer.user, c.id))
             if found is not None and found[0] == owners:
                 ops_of_c = found[1]
+            elif owners_only and actor.user not in owners:
+                # Every per-character op of a player is the owner's (O) or
+                # the owners' of the patient or its healer (UNTEND):
+                # `authorize` refuses them all for a character they own
+                # neither of, so none is worked out (98 players owning a
+                # patient each: 98 characters each, at every snapshot).
+                ops_of_c = []
+                table.acts[(viewer.user, c.id)] = (owners, ops_of_c)
             else:
                 ops_of_c = [
                     (op, spec, one, combat)
