@@ -12,9 +12,10 @@ SAVEPOINT per job, so only the failing job is refused. A job's future is
 resolved only after COMMIT returned (synchronous=FULL by default: after
 the fsync).
 
-A version is one row: its key, the columns a query selects on, and one
-blob holding the rest by field name (VERSIONS_TABLE), so a field added
-later (the views of schema 3) needs no new column.
+A version is one row: its key, the columns a query selects on, what the
+dedup window reads (schema 5), and one blob holding the rest by field name
+(VERSIONS_TABLE), so a field added later (the views of schema 3) needs no
+new column.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ from sync_server.wire.codec import packb
 log = logging.getLogger(__name__)
 
 DB_FILE = "vtt-sync.sqlite3"
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 # Bytes the WAL file is truncated to after a checkpoint: without a limit it
 # keeps the size of the largest transaction it ever held.
@@ -88,15 +89,26 @@ GROUP_IDLE_WINDOWS = 10
 # save, so the window is skipped until they come on time again.
 GROUP_LATE_WINDOWS = 1.0
 
-# One version: its key, what a query selects on, and one blob for the rest.
-# Why so few: every B-tree a version touches is pages written and fsynced
-# per commit. `cmd_id` and `user` stay columns for the unique index (a
+# One version: its key, what a query selects on, what the dedup window
+# reads, and one blob for the rest. Why so few: every B-tree a version
+# touches is pages written and fsynced per commit (columns of the same row
+# add none). `cmd_id` and `user` stay columns for the unique index (a
 # command id is stored once per user and room, whatever the dedup window
 # holds); `undo` (1: undoable and not undone yet) lets `undo_target` walk
-# back along the primary key without an index of its own. The blob is a
-# map by field name (`_pack_version`), so a field added later is one more
-# key, read with a default from older versions: no schema change.
+# back along the primary key without an index of its own; `ts` and `result`
+# (schema 5) are all that loading a room's dedup window reads of up to
+# DEDUP_WINDOW_VERSIONS versions, which decoding each whole blob (ops,
+# inverse, events, views) made the first hello after a restart pay for. The
+# blob is a map by field name (`_pack_version`), so a field added later is
+# one more key, read with a default from older versions: no schema change.
 VERSIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
+    room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
+    undo INTEGER NOT NULL, ts REAL NOT NULL, result BLOB NOT NULL, rec BLOB NOT NULL,
+    PRIMARY KEY (room, v)) WITHOUT ROWID;
+"""
+# Schema 4's, which the 3 -> 4 migration writes (result and ts in the blob).
+VERSIONS_TABLE_4 = """
 CREATE TABLE IF NOT EXISTS {name} (
     room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
     undo INTEGER NOT NULL, rec BLOB NOT NULL,
@@ -150,31 +162,60 @@ def _backfill_views(conn: sqlite3.Connection) -> None:
         )
 
 
+def _replace_versions(
+    conn: sqlite3.Connection, table: str, columns: str, rows: Iterable[tuple[Any, ...]]
+) -> None:
+    """Rewrite the versions table as `table` (a CREATE of VERSIONS_TABLE's
+    kind) holding `rows` (values of `columns`), in place of the old one."""
+    conn.execute(table.format(name="versions_new"))
+    marks = ", ".join("?" * len(columns.split(",")))
+    conn.executemany(f"INSERT INTO versions_new ({columns}) VALUES ({marks})", rows)
+    conn.execute("DROP INDEX IF EXISTS versions_cmd")
+    conn.execute("DROP INDEX IF EXISTS versions_undo")
+    conn.execute("DROP TABLE versions")
+    conn.execute("ALTER TABLE versions_new RENAME TO versions")
+    conn.execute(VERSIONS_CMD_INDEX)
+
+
 def _one_blob_per_version(conn: sqlite3.Connection) -> None:
-    """3 -> 4: one row and one blob per version (`_pack_version`) instead of
-    fifteen columns and two indexes on top of the primary key. Rewrites
-    every version, in the opening transaction (all or nothing)."""
-    conn.execute(VERSIONS_TABLE.format(name="versions_v4"))
+    """3 -> 4: one row and one blob per version instead of fifteen columns
+    and two indexes on top of the primary key (schema 4 kept `result` and
+    `ts` in the blob too). Rewrites every version, in the opening
+    transaction (all or nothing)."""
     rows = conn.execute(
         "SELECT room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"
         " undone, undoes, ts, views FROM versions ORDER BY room, v"
     )
-    conn.executemany(
-        "INSERT INTO versions_v4 (room, v, cmd_id, user, undo, rec) VALUES (?, ?, ?, ?, ?, ?)",
+    _replace_versions(
+        conn,
+        VERSIONS_TABLE_4,
+        "room, v, cmd_id, user, undo, rec",
         (
             (room, v, cmd_id, user, int(bool(undoable) and not undone),
              _pack_fields(op, _unpack(args), _unpack(ops), _unpack(inverse), _unpack(events),
-                          _unpack(result), bool(undoable), undoes, ts,
-                          None if views is None else _unpack(views)))
+                          bool(undoable), undoes, None if views is None else _unpack(views),
+                          result=_unpack(result), ts=ts))
             for room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,
             undone, undoes, ts, views in rows
         ),
     )  # fmt: skip
-    conn.execute("DROP INDEX IF EXISTS versions_cmd")
-    conn.execute("DROP INDEX IF EXISTS versions_undo")
-    conn.execute("DROP TABLE versions")
-    conn.execute("ALTER TABLE versions_v4 RENAME TO versions")
-    conn.execute(VERSIONS_CMD_INDEX)
+
+
+def _dedup_columns(conn: sqlite3.Connection) -> None:
+    """4 -> 5: each version's `result` and `ts` out of its blob into columns
+    of their own (VERSIONS_TABLE), so loading the dedup window decodes no
+    blob. Rewrites every version, in the opening transaction."""
+
+    def split(row: tuple[str, int, str | None, str, int, bytes]) -> tuple[Any, ...]:
+        room, v, cmd_id, user, undo, rec = row
+        fields = _unpack(rec)
+        result, ts = fields.pop("result"), fields.pop("ts")
+        return (room, v, cmd_id, user, undo, ts, _pack(result), _pack(fields))
+
+    rows = conn.execute("SELECT room, v, cmd_id, user, undo, rec FROM versions ORDER BY room, v")
+    _replace_versions(
+        conn, VERSIONS_TABLE, "room, v, cmd_id, user, undo, ts, result, rec", map(split, rows)
+    )
 
 
 # Schema migrations, by the version they lead from: each brings a database
@@ -193,6 +234,8 @@ MIGRATIONS: dict[str, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
     "2": ("ALTER TABLE versions ADD COLUMN views BLOB", _backfill_views),
     # 3 -> 4: one blob per version (VERSIONS_TABLE).
     "3": (_one_blob_per_version,),
+    # 4 -> 5: result and ts in columns, for the dedup window (VERSIONS_TABLE).
+    "4": (_dedup_columns,),
 }
 
 
@@ -210,22 +253,22 @@ def _pack_fields(
     ops: Any,
     inverse: Any,
     events: Any,
-    result: Any,
     undoable: bool,
     undoes: int | None,
-    ts: float,
     views: Any,
+    **older: Any,
 ) -> bytes:
+    """A version's blob; `older`: the fields an older schema also kept in it
+    (schema 4: result and ts)."""
     fields = {
         "op": op,
         "args": args,
         "ops": ops,
         "inverse": inverse,
         "events": events,
-        "result": result,
         "undoable": undoable,
         "undoes": undoes,
-        "ts": ts,
+        **older,
     }
     if views is not None:  # most versions: every viewer gets the plain patch
         fields["views"] = views
@@ -233,18 +276,18 @@ def _pack_fields(
 
 
 def _pack_version(r: VersionRecord) -> bytes:
-    """A version's blob: every field but its key columns, by name."""
-    return _pack_fields(
-        r.op, r.args, r.ops, r.inverse, r.events, r.result, r.undoable, r.undoes, r.ts, r.views
-    )
+    """A version's blob: every field but its columns, by name."""
+    return _pack_fields(r.op, r.args, r.ops, r.inverse, r.events, r.undoable, r.undoes, r.views)
 
 
-def _version(room: str, v: int, cmd_id: str | None, user: str, rec: bytes) -> VersionRecord:
+def _version(
+    room: str, v: int, cmd_id: str | None, user: str, ts: float, result: bytes, rec: bytes
+) -> VersionRecord:
     f = _unpack(rec)
     return VersionRecord(
         room=room, v=v, cmd_id=cmd_id, user=user, op=f["op"], args=f["args"], ops=f["ops"],
-        inverse=f["inverse"], events=f["events"], result=f["result"],
-        undoable=f["undoable"], undoes=f.get("undoes"), ts=f["ts"], views=f.get("views"),
+        inverse=f["inverse"], events=f["events"], result=_unpack(result),
+        undoable=f["undoable"], undoes=f.get("undoes"), ts=ts, views=f.get("views"),
     )  # fmt: skip
 
 
@@ -647,16 +690,13 @@ class SqliteStorage:
                 (room, first),
             ).fetchall()
             log_rows = [_patch_row(*r) for r in rows]
-            since = _since(dedup_since)
-            dedup = [
-                DedupEntry(r[0], r[1], r[2], f["result"], f["ts"])
+            dedup = [  # the columns only: no version's blob (VERSIONS_TABLE)
+                DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4])
                 for r in conn.execute(
-                    "SELECT user, cmd_id, v, rec FROM versions "
-                    "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL ORDER BY v",
-                    (room, head_row[0] - dedup_window),
+                    "SELECT user, cmd_id, v, result, ts FROM versions "
+                    "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL AND ts >= ? ORDER BY v",
+                    (room, head_row[0] - dedup_window, _since(dedup_since)),
                 )
-                # The age bound: the time is in the blob.
-                if (f := _unpack(r[3]))["ts"] >= since
             ]
             return StoredRoom(room, snap[0], _unpack(snap[1]), log_rows, dedup)
 
@@ -665,13 +705,12 @@ class SqliteStorage:
     async def stored_command(self, room: str, user: str, cmd_id: str) -> DedupEntry | None:
         def q(conn: sqlite3.Connection) -> DedupEntry | None:
             row = conn.execute(  # the unique index versions_cmd
-                "SELECT v, rec FROM versions WHERE room = ? AND user = ? AND cmd_id = ?",
+                "SELECT v, result, ts FROM versions WHERE room = ? AND user = ? AND cmd_id = ?",
                 (room, user, cmd_id),
             ).fetchone()
             if row is None:
                 return None
-            f = _unpack(row[1])
-            return DedupEntry(user, cmd_id, row[0], f["result"], f["ts"])
+            return DedupEntry(user, cmd_id, row[0], _unpack(row[1]), row[2])
 
         return await self._submit(q, write=False)
 
@@ -696,10 +735,11 @@ class SqliteStorage:
                 )
             for r in records:
                 conn.execute(
-                    "INSERT INTO versions (room, v, cmd_id, user, undo, rec)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (room, r.v, r.cmd_id, r.user, int(r.undoable), _pack_version(r)),
-                )
+                    "INSERT INTO versions (room, v, cmd_id, user, undo, ts, result, rec)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (room, r.v, r.cmd_id, r.user, int(r.undoable), r.ts, _pack(r.result),
+                     _pack_version(r)),
+                )  # fmt: skip
                 if r.undoes is not None:
                     conn.execute(
                         "UPDATE versions SET undo = 0 WHERE room = ? AND v = ?", (room, r.undoes)
@@ -755,7 +795,7 @@ class SqliteStorage:
             out = []
             rooms = conn.execute(
                 "SELECT r.room, r.head, r.created,"
-                " (SELECT rec FROM versions v WHERE v.room = r.room AND v.v = r.head)"
+                " (SELECT ts FROM versions v WHERE v.room = r.room AND v.v = r.head)"
                 " FROM rooms r ORDER BY r.room"
             ).fetchall()
             for room, head, created, last in rooms:
@@ -771,8 +811,7 @@ class SqliteStorage:
                 )
                 renames = (f["args"] for f in after if f["op"] == "update_room")
                 name = name_after(_unpack(snap).get("name"), renames)
-                ts = None if last is None else _unpack(last)["ts"]
-                out.append(RoomSummary(room, head, created, ts, name))
+                out.append(RoomSummary(room, head, created, last, name))
             return out
 
         return await self._submit(q, write=False)
@@ -787,11 +826,12 @@ class SqliteStorage:
                 return None
             snap = _latest_snapshot(conn, room)
             versions, undone = [], set()
-            for v, cmd_id, user, undo, rec in conn.execute(
-                "SELECT v, cmd_id, user, undo, rec FROM versions WHERE room = ? ORDER BY v",
+            for v, cmd_id, user, undo, ts, result, rec in conn.execute(
+                "SELECT v, cmd_id, user, undo, ts, result, rec FROM versions"
+                " WHERE room = ? ORDER BY v",
                 (room,),
             ):
-                version = _version(room, v, cmd_id, user, rec)
+                version = _version(room, v, cmd_id, user, ts, result, rec)
                 versions.append(version)
                 if version.undoable and not undo:
                     undone.add(v)
@@ -838,10 +878,11 @@ class SqliteStorage:
                 (room, dump.snapshot_v, _pack(dump.snapshot)),
             )
             conn.executemany(
-                "INSERT INTO versions (room, v, cmd_id, user, undo, rec) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO versions (room, v, cmd_id, user, undo, ts, result, rec)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (room, r.v, r.cmd_id, r.user, int(r.undoable and r.v not in dump.undone),
-                     _pack_version(r))
+                     r.ts, _pack(r.result), _pack_version(r))
                     for r in dump.versions
                 ],
             )  # fmt: skip

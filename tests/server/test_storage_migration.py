@@ -4,7 +4,8 @@
 of schema 2 (one column per field of a version, two indexes), with what that
 server exported of its room in `data/sqlite_schema2.json`: a room of 22
 versions, three snapshots, an undo, a rotated token. Schema 4 keeps one
-blob per version (after schema 3's column of views); the migrations must
+blob per version (after schema 3's column of views), schema 5 a version's
+result and time in columns beside it; the migrations must
 keep every version, the undo marks, the dedup window and the tokens.
 """
 

@@ -5,10 +5,11 @@ tests/fixtures/datadirs/<version>/ holds a database written by that version
 (scripts/make_release_datadir.py, run with that version's code: 0.1.0 is
 commit ba0dbd0, the last to write schema 1; 0.2.0 is commit 9f7e09f, schema
 2; schema3-42315f9 is unreleased main at 42315f9, schema 3, the views in
-their own column) and `expected.json`: its tokens, character ids, head, and the GM's state
+their own column; schema4-09364e4 is main at 09364e4, schema 4, one blob per
+version) and `expected.json`: its tokens, character ids, head, and the GM's state
 at every version. Opening it migrates it (SQLite schema 1 -> 2: the head;
 2 -> 3: each version's views rebuilt from the log; 3 -> 4: one blob per
-version); then old links
+version; 4 -> 5: result and ts in columns of their own); then old links
 still work, the state is the one that version left, and a player or an
 observer resuming from an old version gets their view's patches, events
 included (not a snapshot), before and after one more restart.
@@ -25,6 +26,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
 
 from rules import Viewer, apply_ops, view_state
@@ -35,7 +37,7 @@ from sync_server.testing.server import Table, seen_by, without_affordances
 from tests.helpers.server import running_server
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datadirs"
-RELEASES = ("0.1.0", "0.2.0", "schema3-42315f9")
+RELEASES = ("0.1.0", "0.2.0", "schema3-42315f9", "schema4-09364e4")
 ROLES = {"p1": "player", "p2": "player", "obs": "observer"}
 
 
@@ -87,7 +89,10 @@ async def test_a_data_directory_of_each_release_opens(tmp_path, version) -> None
     conn = sqlite3.connect(data / DB_FILE)
     found = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]
     conn.close()
-    assert found == {"0.1.0": "1", "0.2.0": "2", "schema3-42315f9": "3"}[version]
+    assert (
+        found
+        == {"0.1.0": "1", "0.2.0": "2", "schema3-42315f9": "3", "schema4-09364e4": "4"}[version]
+    )
     async with running_server(data) as srv:
         t = table(srv.url, expected)
         await check_viewers(t, expected, since=first(expected))
@@ -109,6 +114,31 @@ async def test_a_data_directory_of_each_release_opens(tmp_path, version) -> None
     conn.close()
     async with running_server(data) as srv:  # and once more, migrated
         await check_viewers(table(srv.url, expected), expected, since=first(expected) + 2)
+
+
+async def test_a_schema_4_directory_keeps_its_dedup_answers(tmp_path) -> None:
+    """4 -> 5 moves each version's result and ts out of its blob: a retry of
+    a command stored before the migration still gets its original ack (its
+    version and result), from the dedup window loaded out of the new columns."""
+    data, expected = fixture("schema4-09364e4", tmp_path)
+    conn = sqlite3.connect(data / DB_FILE)
+    stored = [
+        (v, cmd_id, msgpack.unpackb(rec, strict_map_key=False))
+        for v, cmd_id, rec in conn.execute(
+            "SELECT v, cmd_id, rec FROM versions WHERE user = ? ORDER BY v",
+            (expected["users"]["gm"],),
+        )
+    ]
+    conn.close()
+    # The fixture's commands are older than a day: no age bound here.
+    async with running_server(data, dedup_window_seconds=float("inf")) as srv:
+        gm = await table(srv.url, expected).connect("gm")
+        for v, cmd_id, f in (stored[3], stored[-1]):  # an add_character, the last heal
+            dup = await gm.cmd(f["op"], f["args"], id=cmd_id)
+            assert dup["t"] == "ack" and dup.get("dup"), cmd_id
+            assert (dup["v"], dup["result"]) == (v, f["result"]), cmd_id
+        assert gm.v == expected["head"]  # nothing new was committed
+        await gm.close()
 
 
 async def test_a_postgresql_schema_of_0_2_0_opens(tmp_path) -> None:

@@ -195,18 +195,20 @@ SCHEMA_2_VERSIONS = (
 def as_schema_2(path: Path) -> None:
     """Rewrite today's versions table (one blob per version) as schema 2's."""
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT room, v, cmd_id, user, undo, rec FROM versions").fetchall()
+    rows = conn.execute(
+        "SELECT room, v, cmd_id, user, undo, ts, result, rec FROM versions"
+    ).fetchall()
     conn.execute("DROP INDEX versions_cmd")
     conn.execute("DROP TABLE versions")
     for statement in SCHEMA_2_VERSIONS:
         conn.execute(statement)
-    for room, v, cmd_id, user, undo, rec in rows:
+    for room, v, cmd_id, user, undo, ts, result, rec in rows:
         f = msgpack.unpackb(rec, strict_map_key=False)
         conn.execute(
             "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (room, v, cmd_id, user, f["op"], msgpack.packb(f["args"]), msgpack.packb(f["ops"]),
-             msgpack.packb(f["inverse"]), msgpack.packb(f["events"]), msgpack.packb(f["result"]),
-             int(f["undoable"]), int(f["undoable"] and not undo), f["undoes"], f["ts"]),
+             msgpack.packb(f["inverse"]), msgpack.packb(f["events"]), result,
+             int(f["undoable"]), int(f["undoable"] and not undo), f["undoes"], ts),
         )  # fmt: skip
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
     conn.commit()
