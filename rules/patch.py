@@ -98,7 +98,19 @@ def applied(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
     be changed in place where they share: callers read it, or copy first.
     `state` itself is never changed; the errors are apply_ops's."""
     root = dict(state)
-    copied = {id(root)}
+    return _apply(root, ops, {id(root)})
+
+
+def apply_ops(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
+    """Apply `ops` to `state` in place and return it. Values are copied in,
+    so the caller's ops never alias the state."""
+    return _apply(state, ops, None)
+
+
+def _apply(root: dict[str, Any], ops: list[Op], copied: set[int] | None) -> dict[str, Any]:
+    """Both of the above: `copied` None changes `root` in place; a set (the
+    ids of the dicts already copied) copies each dict on an op's path once
+    before changing it (copy-on-write)."""
     for op in ops:
         kind, path = op[0], op[1]
         if not path:
@@ -109,7 +121,7 @@ def applied(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
         target = root
         for key in path[:-1]:
             child = target[key]
-            if type(child) is dict and id(child) not in copied:
+            if copied is not None and type(child) is dict and id(child) not in copied:
                 child = target[key] = dict(child)
                 copied.add(id(child))
             target = child
@@ -120,25 +132,3 @@ def applied(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
         else:
             raise ValueError(f"unknown patch op {kind!r}")
     return root
-
-
-def apply_ops(state: dict[str, Any], ops: list[Op]) -> dict[str, Any]:
-    """Apply `ops` to `state` in place and return it. Values are copied in,
-    so the caller's ops never alias the state."""
-    for op in ops:
-        kind, path = op[0], op[1]
-        if not path:
-            raise ValueError("an op needs a non-empty path")
-        for key in path:
-            if type(key) is not str or key in FORBIDDEN_KEYS:
-                raise ValueError(f"an op's path may not hold {key!r}")
-        target = state
-        for key in path[:-1]:
-            target = target[key]
-        if kind == "set":
-            target[path[-1]] = copy.deepcopy(op[2])
-        elif kind == "del":
-            del target[path[-1]]
-        else:
-            raise ValueError(f"unknown patch op {kind!r}")
-    return state

@@ -893,12 +893,8 @@ class RoomCore:
         table = self._rule_table
         before = {cls: table.last.get(viewer.user) for cls, viewer in viewers.items()}
         found = rules.affordances_for(room, list(viewers.values()), undo, table, since)
-        if self.check_invariants:  # the kept table against a fresh one (tests)
-            for viewer, got in zip(viewers.values(), found, strict=True):
-                if got != rules.affordances(room, viewer, undo):
-                    raise RuntimeError(
-                        f"room {self.room_id}: {viewer.user}'s kept affordances differ"
-                    )
+        for viewer, got in zip(viewers.values(), found, strict=True):
+            self._check_kept(room, viewer, undo, got)
         # What the rules redid, good for a diff from what they gave last
         # (after a rollback, the current affordances are older than that).
         current = self.afford or {}
@@ -908,6 +904,18 @@ class RoomCore:
             if before[cls] is not None and before[cls] is current.get(cls)
         }
         return dict(zip(viewers, found, strict=True))
+
+    def _check_kept(
+        self,
+        room: rules.Room,
+        viewer: rules.Viewer,
+        undo: rules.UndoEntry | None,
+        got: dict[str, Any],
+    ) -> None:
+        """With `check_invariants` (every server test): the rule table's
+        kept answer equals a fresh one, whatever path reached it."""
+        if self.check_invariants and got != rules.affordances(room, viewer, undo):
+            raise RuntimeError(f"room {self.room_id}: {viewer.user}'s kept affordances differ")
 
     def _afford_after(
         self,
@@ -949,8 +957,7 @@ class RoomCore:
             # entries: a snapshot after a century advance, for each of 98
             # players, reuses what the others' worked out).
             found = rules.affordances_for(self.room, [viewer], self.undo, table)[0]
-            if self.check_invariants and found != rules.affordances(self.room, viewer, self.undo):
-                raise RuntimeError(f"room {self.room_id}: {viewer.user}'s kept affordances differ")
+            self._check_kept(self.room, viewer, self.undo, found)
         else:  # after a rollback: the table saw a room since undone
             found = rules.affordances(self.room, viewer, self.undo)
         if self.afford is not None and cls is not None and self._batch is None:

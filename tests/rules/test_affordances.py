@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import pathlib
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
@@ -300,6 +301,31 @@ def check_viewer(room, v: Viewer) -> int:
     return sent
 
 
+def played(t: Table, commands: list[Any], seed: int) -> Iterator[tuple[str, Actor, Any]]:
+    """A random game on `t`: each drawn command (undo left out), aimed at
+    the room's characters when drawn so, that the rules accept: (op, who
+    sent it, the rules' outcome). The caller moves `t.room` on."""
+    dice = SeededDice(seed)
+    rng = random.Random(seed)
+    actor_of = {"gm": t.gm, "p1": t.p1, "p2": t.p2, "obs": t.obs}
+
+    def pick(items: list[str]) -> str:
+        return rng.choice(items) if items else "c9"
+
+    for (op, args), who, aimed in commands:
+        if op == "undo":
+            continue
+        if aimed:
+            args = aim(op, args, t.room, pick)
+        if op == "add_character":
+            args = {**SHEET, **args, "name": "Nouveau"}
+        try:
+            out = apply(t.room, op, args, actor_of[who], dice)
+        except Refused:
+            continue
+        yield op, actor_of[who], out
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.tuples(VIEW_COMMANDS, ACTORS, st.booleans()), max_size=40),
@@ -312,25 +338,9 @@ def test_offered_actions_are_accepted_and_the_others_refused_with_their_reason(
     """S1-S4, L4, R1-R4, T1, D6, X1 and the roles, as the affordances say them:
     every viewer, over a random reachable state."""
     t = secret_table(tended)
-    dice = SeededDice(seed)
-    rng = random.Random(seed)
-    actor_of = {"gm": t.gm, "p1": t.p1, "p2": t.p2, "obs": t.obs}
     table = RuleTable()
-
-    def pick(items: list[str]) -> str:
-        return rng.choice(items) if items else "c9"
-
-    for i, ((op, args), who, aimed) in enumerate(commands):
-        if op == "undo":
-            continue
-        if aimed:
-            args = aim(op, args, t.room, pick)
-        if op == "add_character":
-            args = {**SHEET, **args, "name": "Nouveau"}
-        try:
-            t.room = apply(t.room, op, args, actor_of[who], dice).room
-        except Refused:
-            continue
+    for i, (_, _, out) in enumerate(played(t, commands, seed)):
+        t.room = out.room
         if i % 4 == 0:
             check_all(t, table)
     check_all(t, table)
@@ -367,29 +377,12 @@ def test_the_table_told_what_each_command_touched_equals_a_fresh_one(commands, t
     viewer's affordances equal a fresh call's, whatever the command; and
     the characters it says it redid (`RuleTable.redone`) hold every change."""
     t = secret_table(tended)
-    dice = SeededDice(seed)
-    rng = random.Random(seed)
-    actor_of = {"gm": t.gm, "p1": t.p1, "p2": t.p2, "obs": t.obs}
     table = RuleTable()
     viewers = [v for v in all_viewers(t).values() if v.role in ("gm", "player")]
     undo = None
     before = affordances_for(t.room, viewers, undo, table)
-
-    def pick(items: list[str]) -> str:
-        return rng.choice(items) if items else "c9"
-
-    for (op, args), who, aimed in commands:
-        if op == "undo":
-            continue
-        if aimed:
-            args = aim(op, args, t.room, pick)
-        if op == "add_character":
-            args = {**SHEET, **args, "name": "Nouveau"}
-        try:
-            out = apply(t.room, op, args, actor_of[who], dice)
-        except Refused:
-            continue
-        undo = UndoEntry(len(commands), op, actor_of[who].user)
+    for op, actor, out in played(t, commands, seed):
+        undo = UndoEntry(len(commands), op, actor.user)
         after = affordances_for(out.room, viewers, undo, table, (t.room, out.touched))
         t.room = out.room
         assert after == [affordances(t.room, v, undo) for v in viewers], op

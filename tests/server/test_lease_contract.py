@@ -35,6 +35,20 @@ def url(name: str) -> str:
     return f"ws://{name}.test:8765"
 
 
+@contextlib.asynccontextmanager
+async def serving(name: str, store, leases):
+    """A node of either world: its leases opened on its open store; both
+    closed after, whatever the check did."""
+    try:
+        await leases.open()
+        try:
+            yield LeaseNode(name, store, leases)
+        finally:
+            await leases.close()
+    finally:
+        await store.close()
+
+
 class SqliteWorld:
     """Processes sharing one SQLite file (workers mode)."""
 
@@ -48,14 +62,8 @@ class SqliteWorld:
         await store.open()
         kw = {} if lease_seconds is None else {"lease_seconds": lease_seconds}
         leases = self.leases(store, name, url(name), **kw)
-        try:
-            await leases.open()
-            try:
-                yield LeaseNode(name, store, leases)
-            finally:
-                await leases.close()
-        finally:
-            await store.close()
+        async with serving(name, store, leases) as node:
+            yield node
 
     async def expire(self, room: str) -> None:
         conn = sqlite3.connect(self.data_dir / DB_FILE, timeout=10)
@@ -78,14 +86,8 @@ class PgWorld:
         kw = {} if lease_seconds is None else {"lease_seconds": lease_seconds}
         leases = PgLeases(store, node_id=name, public_url=url(name), **kw)
         await store.open()
-        try:
-            await leases.open()
-            try:
-                yield LeaseNode(name, store, leases)
-            finally:
-                await leases.close()
-        finally:
-            await store.close()
+        async with serving(name, store, leases) as node:
+            yield node
 
     async def expire(self, room: str) -> None:
         conn = await asyncpg.connect(self.dsn)
