@@ -434,16 +434,9 @@ class Api:
                     if request.query:
                         target += "?" + request.query
                     raise Moved(target)
-                if located is not None and located.load_seq > looked_up:
-                    held = located
-                    held.hellos += 1  # held meanwhile (not unloaded as idle)
-                    try:
-                        again = await deps.find_token(digest)
-                    finally:
-                        held.hellos -= 1
-                    if again != found:
-                        located = None
-                if located is not None:
+                if located is not None and await located.token_still_found(
+                    looked_up, digest, found, deps.find_token
+                ):
                     user = found[1]
                     role = role_of(located.state, user)
                     # A rotation stored since the lookup: the token is over

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import attrs
@@ -159,6 +159,27 @@ class RoomHost:
         room is served elsewhere now, or about to be."""
         self.closed = True
         self._closed_answer = ("internal", "this server stopped serving the room; retry")
+
+    async def token_still_found(
+        self,
+        looked_up: int,
+        digest: bytes,
+        found: tuple[str, str] | None,
+        find_token: Callable[[bytes], Awaitable[tuple[str, str] | None]],
+    ) -> bool:
+        """Whether a token looked up when `looked_up` room loads had begun
+        still names the same user here. A host loaded since knows only the
+        token changes committed after its load, so the token is looked up
+        again, the host held meanwhile (not unloaded as idle); one loaded
+        before knows every change since (its core checks it at the join)."""
+        if self.load_seq <= looked_up:
+            return True
+        self.hellos += 1
+        try:
+            again = await find_token(digest)
+        finally:
+            self.hellos -= 1
+        return again == found
 
     def touch(self) -> None:
         """Something happened in the room (a client left): its idle time

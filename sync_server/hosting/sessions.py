@@ -339,24 +339,19 @@ class Session:
                         action = core.located("elsewhere", where.url or "")
                     elif where is None:
                         action = core.located("nowhere")
-                    elif where.load_seq > looked_up:
-                        # Loaded after the lookup: a token change stored before
-                        # the load is one this host does not know. Look the token
-                        # up again, the host held meanwhile (not unloaded as idle).
-                        looked_up = self.deps.rooms.loads
-                        where.hellos += 1
-                        try:
-                            again = await self.deps.find_token(digest)
-                        finally:
-                            where.hellos -= 1
-                        if again != found:
-                            action = core.refused(unauthenticated())
-                        else:
+                    else:
+                        loads = self.deps.rooms.loads  # if it looks the token up again
+                        relooked = where.load_seq > looked_up
+                        still = await where.token_still_found(
+                            looked_up, digest, found, self.deps.find_token
+                        )
+                        if relooked:
+                            looked_up = loads
+                        if still:
                             host = where
                             action = core.located("here")
-                    else:
-                        host = where
-                        action = core.located("here")
+                        else:
+                            action = core.refused(unauthenticated())
                 elif isinstance(action, JoinRoom):
                     assert host is not None
                     action = await self._join(core, host, action, digest)
