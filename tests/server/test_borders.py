@@ -179,6 +179,42 @@ async def test_a_hello_waiting_at_the_gate_has_one_deadline_not_two(tmp_path: Pa
         await a.close()
 
 
+@attrs.define
+class PausedLookup:
+    """A token lookup that stops once it has found `token`'s owner, until
+    `go_on`: the window in which a rotation is stored."""
+
+    real: Any
+    token: str
+    looked_up: asyncio.Event = attrs.Factory(asyncio.Event)
+    go_on: asyncio.Event = attrs.Factory(asyncio.Event)
+
+    async def __call__(self, digest: bytes) -> tuple[str, str] | None:
+        found = await self.real(digest)
+        if digest == hash_token(self.token) and not self.looked_up.is_set():
+            self.looked_up.set()
+            await self.go_on.wait()
+        return found
+
+    async def rotate_meanwhile(self, srv: Any, t: Any, gm: Any, unloaded: bool) -> str:
+        """Once the lookup has paused: the GM rotates p1's token (and, if
+        `unloaded`, leaves, and the room is unloaded); then the lookup goes
+        on. The fresh token."""
+        try:
+            await self.looked_up.wait()
+            fresh = (await gm.ok("rotate_token", {"user": t.users["p1"]}))["result"]["token"]
+            if unloaded:
+                await gm.close()
+                for _ in range(500):  # once the server has seen the GM leave
+                    if t.room in await srv.rooms.unload_idle():
+                        break
+                    await asyncio.sleep(0.01)
+                assert t.room not in srv.rooms.hosts
+        finally:
+            self.go_on.set()
+        return str(fresh)
+
+
 @pytest.mark.parametrize("unloaded", [False, True], ids=["room-loaded", "room-reloaded"])
 async def test_a_hello_authenticated_before_a_rotation_does_not_join_after_it(
     tmp_path: Path, unloaded: bool
@@ -190,32 +226,11 @@ async def test_a_hello_authenticated_before_a_rotation_does_not_join_after_it(
     async with running_server(tmp_path / "data", room_idle_unload_seconds=-1.0) as srv:
         t = await create_table(srv.url)
         gm = await t.connect("gm")
-        stolen_hash = hash_token(t.tokens["p1"])
-        looked_up, go_on = asyncio.Event(), asyncio.Event()
         assert srv._deps is not None
-        real = srv._deps.find_token
-
-        async def slow_lookup(digest: bytes) -> tuple[str, str] | None:
-            found = await real(digest)
-            if digest == stolen_hash and not looked_up.is_set():
-                looked_up.set()
-                await go_on.wait()
-            return found
-
-        srv._deps = attrs.evolve(srv._deps, find_token=slow_lookup)
+        lookup = PausedLookup(srv._deps.find_token, t.tokens["p1"])
+        srv._deps = attrs.evolve(srv._deps, find_token=lookup)
         stolen = asyncio.create_task(connect(srv.url, t.tokens["p1"], t.room))
-        try:
-            await looked_up.wait()
-            fresh = (await gm.ok("rotate_token", {"user": t.users["p1"]}))["result"]["token"]
-            if unloaded:
-                await gm.close()
-                for _ in range(500):  # once the server has seen the GM leave
-                    if t.room in await srv.rooms.unload_idle():
-                        break
-                    await asyncio.sleep(0.01)
-                assert t.room not in srv.rooms.hosts
-        finally:
-            go_on.set()
+        fresh = await lookup.rotate_meanwhile(srv, t, gm, unloaded)
         with pytest.raises(Closed, match="bad token or room"):
             await stolen
         p1 = await connect(srv.url, fresh, t.room)  # the new token joins
@@ -237,18 +252,8 @@ async def test_an_http_request_authenticated_before_a_rotation_opens_nothing_aft
     async with running_server(tmp_path / "data", room_idle_unload_seconds=-1.0) as srv:
         t = await create_table(srv.url)
         gm = await t.connect("gm")
-        stolen_hash = hash_token(t.tokens["p1"])
-        looked_up, go_on = asyncio.Event(), asyncio.Event()
-        real = srv.api.deps.find_token
-
-        async def slow_lookup(digest: bytes) -> tuple[str, str] | None:
-            found = await real(digest)
-            if digest == stolen_hash and not looked_up.is_set():
-                looked_up.set()
-                await go_on.wait()
-            return found
-
-        srv.api.deps = attrs.evolve(srv.api.deps, find_token=slow_lookup)
+        lookup = PausedLookup(srv.api.deps.find_token, t.tokens["p1"])
+        srv.api.deps = attrs.evolve(srv.api.deps, find_token=lookup)
         async with api(srv.http_url) as c:
             if door == "events":
                 request = c.get(f"/api/v1/rooms/{t.room}/events", headers=bearer(t.tokens["p1"]))
@@ -257,18 +262,7 @@ async def test_an_http_request_authenticated_before_a_rotation_opens_nothing_aft
                 url = f"/api/v1/rooms/{t.room}/commands"
                 request = c.post(url, json=body, headers=bearer(t.tokens["p1"]))
             stolen = asyncio.create_task(request)
-            try:
-                await looked_up.wait()
-                fresh = (await gm.ok("rotate_token", {"user": t.users["p1"]}))["result"]["token"]
-                if unloaded:
-                    await gm.close()
-                    for _ in range(500):  # once the server has seen the GM leave
-                        if t.room in await srv.rooms.unload_idle():
-                            break
-                        await asyncio.sleep(0.01)
-                    assert t.room not in srv.rooms.hosts
-            finally:
-                go_on.set()
+            fresh = await lookup.rotate_meanwhile(srv, t, gm, unloaded)
             response = await asyncio.wait_for(stolen, 10)
             assert response.status_code == 401, response.text
             async with events(c, t.room, fresh) as stream:  # the new token opens one
