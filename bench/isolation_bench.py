@@ -17,7 +17,10 @@ a closed loop; we measure their latency (send to ack). Room B, two loads:
   room's p90 to 357 ms before the cap of views per patch.
 
 Printed: room A's p50 and p99 with room B quiet and under each load, and
-their ratios (1.0x: no effect). Loopback only, bounded in time.
+their ratios (1.0x: no effect). The load's clients run in a process of
+their own, not in the measuring client's event loop. `--base TREE` runs
+another tree's server too, one run each in turn. Loopback only, bounded in
+time.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import statistics
 import sys
@@ -156,23 +160,37 @@ async def classes_load(url: str, tokens: dict[str, str], stop: float) -> None:
                 await ws.close()
 
 
+async def load(url: str, tokens: dict[str, str], seconds: float, attack: str) -> None:
+    stop = time.perf_counter() + seconds
+    if attack == "classes":
+        await classes_load(url, tokens, stop)
+    else:
+        await asyncio.gather(
+            *(attacker(url, tokens["b_player"], stop) for _ in range(ATTACK_SOCKETS))
+        )
+
+
+def load_process(url: str, tokens: dict[str, str], seconds: float, attack: str) -> None:
+    """The load's clients, in a process of their own: room A's measuring
+    client must not share an event loop with 99 others reading snapshots
+    (their decoding would be counted as the server's latency; a real
+    neighbour's clients are on other machines)."""
+    asyncio.run(load(url, tokens, seconds, attack))
+
+
 async def measure(
     url: str, tokens: dict[str, str], seconds: float, attack: bool | str
 ) -> list[float]:
     ws, welcome = await hello(url, tokens["a_gm"], "a")
     gm = Peer(ws, welcome, mirror=False)
     reader = asyncio.create_task(gm.read())
+    loader = None
+    if attack:
+        ctx = multiprocessing.get_context("spawn")
+        loader = ctx.Process(target=load_process, args=(url, tokens, seconds + 3.0, attack))
+        loader.start()
+    await asyncio.sleep({"classes": 3.0, False: 0}.get(attack, 1.0))  # the load is on
     stop = time.perf_counter() + seconds
-    if attack == "classes":
-        attackers = [asyncio.create_task(classes_load(url, tokens, stop))]
-    elif attack:
-        attackers = [
-            asyncio.create_task(attacker(url, tokens["b_player"], stop))
-            for _ in range(ATTACK_SOCKETS)
-        ]
-    else:
-        attackers = []
-    await asyncio.sleep({"classes": 2.0, False: 0}.get(attack, 0.5))  # the load is on
     latencies = []
     n = 0
     while time.perf_counter() < stop:
@@ -180,20 +198,25 @@ async def measure(
         t0 = time.perf_counter()
         await gm.command(f"a-{attack}-{n}", "advance_clock", {"seconds": 1})
         latencies.append(time.perf_counter() - t0)
-    for task in attackers:
-        task.cancel()
-    await asyncio.gather(*attackers, return_exceptions=True)
+    if loader is not None:
+        await asyncio.to_thread(loader.join, 30)
+        if loader.is_alive():
+            loader.kill()
     reader.cancel()
     await ws.close()
     return latencies
 
 
-def one_run(seconds: float, loads: tuple[str, ...]) -> dict[str, float]:
+def one_run(seconds: float, loads: tuple[str, ...], tree: str | None = None) -> dict[str, float]:
+    """One server (this tree's, or `tree`'s: its own code, started in it),
+    room A measured quiet and under each load."""
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
+    if tree is not None:
+        env["PYTHONPATH"] = tree
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
         args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
-        proc, url = start(args, r"listening on (ws://\S+)", env, log)
+        proc, url = start(args, r"listening on (ws://\S+)", env, log, cwd=tree)
         try:
 
             async def run() -> dict[str, float]:
@@ -214,17 +237,9 @@ def one_run(seconds: float, loads: tuple[str, ...]) -> dict[str, float]:
             proc.wait(10)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--load", choices=("sync", "classes", "both"), default="both")
-    ns = ap.parse_args()
-    loads = ("sync", "classes") if ns.load == "both" else (ns.load,)
-    runs = [one_run(min(ns.seconds, 30.0), loads) for _ in range(min(ns.runs, 10))]
+def report(name: str, runs: list[dict[str, float]], loads: tuple[str, ...]) -> None:
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-    print(f"room A's command latency, another room quiet vs under load, median of {len(runs)}:")
-    print("  sync: a player's sync flood; classes: 98 views, a century advance and its undo")
+    print(f"{name}: room A's command latency, quiet vs under load, median of {len(runs)}:")
     print(f"{'':12}{'quiet':>10}" + "".join(f"{load:>10}{'ratio':>8}" for load in loads))
     for q in ("p50", "p99"):
         a = med[f"quiet_{q}"]
@@ -232,6 +247,30 @@ def main() -> None:
             f"{med[f'{load}_{q}']:10.2f}{med[f'{load}_{q}'] / a:7.2f}x" for load in loads
         )
         print(f"{q + ' ms':12}{a:10.2f}" + cells)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--load", choices=("sync", "classes", "both"), default="both")
+    ap.add_argument(
+        "--base",
+        help="another tree (git worktree add --detach ../base main): its server and this "
+        "tree's, one run each in turn",
+    )
+    ns = ap.parse_args()
+    loads = ("sync", "classes") if ns.load == "both" else (ns.load,)
+    trees: dict[str, str | None] = {"this tree": None}
+    if ns.base:
+        trees = {"base": os.path.abspath(ns.base), **trees}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    for _ in range(min(ns.runs, 10)):
+        for name, tree in trees.items():
+            runs[name].append(one_run(min(ns.seconds, 30.0), loads, tree))
+    print("  sync: a player's sync flood; classes: 98 views, a century advance and its undo")
+    for name in trees:
+        report(name, runs[name], loads)
 
 
 if __name__ == "__main__":

@@ -212,6 +212,33 @@ MAX_STORED_VIEWS_PER_VERSION = MAX_VIEW_CLASSES_PER_PATCH
 # thread the interpreter hands the loop its turn every switch interval. A
 # small room's command (~0.2 ms) would pay more for the hop than it blocks.
 OFF_LOOP_MIN_CHARACTERS = 40
+# The interpreter's switch interval while such a command is evaluated in a
+# thread (hosting/share.py, SwitchInterval): the thread holds the lock in
+# slices this long, and the event loop's next step waits for the end of one
+# (5 ms by default: another room's p99 under the view-classes load was
+# 4.2 ms at 5 ms, 2.6 ms at 1 ms, 1.7 ms quiet).
+OFF_LOOP_SWITCH_SECONDS = 0.001
+
+# Each room's share of the process's CPU while other rooms have work
+# (hosting/share.py): its worker's steps on the loop and its commands
+# evaluated off it are metered (CPU time), and a room past its share waits
+# before its next item until it is paid back, at most ROOM_MAX_PAUSE_SECONDS
+# at a time; alone on the node it may use all of it. Why: one GM's century
+# advances and undos in a loop, in a room of 98 players each owed a snapshot,
+# kept the loop busy all the time and took another room's median latency
+# from 1 to 12 ms and its p99 from 3 to 45 ms (bench/isolation_bench.py
+# --load classes); a room of normal play uses a few percent of this.
+ROOM_CPU_SHARE = 0.25
+# CPU seconds a room may spend at once before its share applies: a heavy
+# command now and then (a century advance: ~30 ms) is never held back.
+ROOM_CPU_BURST_SECONDS = 0.05
+# Another room "has work" when it was given some within this many seconds
+# and was within its own share then (two rooms past theirs do not pause for
+# each other: the node would idle).
+ROOM_SHARE_WINDOW_SECONDS = 0.05
+# The longest a room in debt waits at once before its next item: a queue
+# that long never stalls, and its debt is paid back over a few turns.
+ROOM_MAX_PAUSE_SECONDS = 0.5
 
 # --- Rooms ----------------------------------------------------------------
 
@@ -339,6 +366,9 @@ class Limits:
     max_view_classes_per_patch: int = MAX_VIEW_CLASSES_PER_PATCH
     max_stored_views_per_version: int = MAX_STORED_VIEWS_PER_VERSION
     off_loop_min_characters: int = OFF_LOOP_MIN_CHARACTERS
+    room_cpu_share: float | None = ROOM_CPU_SHARE  # None: no share (never paused)
+    room_cpu_burst: float = ROOM_CPU_BURST_SECONDS
+    room_share_window: float = ROOM_SHARE_WINDOW_SECONDS
     max_inflight_per_session: int = MAX_INFLIGHT_PER_SESSION
     max_command_batch: int = MAX_COMMAND_BATCH
     recent_patches_in_memory: int = RECENT_PATCHES_IN_MEMORY
@@ -409,6 +439,8 @@ FIXED = {
     "TRIM_DELAY_SECONDS": "cost",
     "PATCH_SIZE_CHECK_ITEMS": "cost",
     "EXPORT_CHUNK_VERSIONS": "cost",
+    "ROOM_MAX_PAUSE_SECONDS": "cost",
+    "OFF_LOOP_SWITCH_SECONDS": "cost",
     # Secrets' sizes: never lowered by a configuration.
     "TOKEN_BYTES": "secret",
     "MIN_ADMIN_TOKEN_LENGTH": "secret",

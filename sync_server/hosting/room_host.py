@@ -39,7 +39,12 @@ from rules.state import StateDict
 from rules.view import new_memo
 from sync_server.cluster.leases import Leases, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
-from sync_server.core.limits import Limits
+from sync_server.core.limits import (
+    OFF_LOOP_SWITCH_SECONDS,
+    ROOM_MAX_PAUSE_SECONDS,
+    ROOM_SHARE_WINDOW_SECONDS,
+    Limits,
+)
 from sync_server.core.ratelimit import reply_cost
 from sync_server.core.room import (
     Answer,
@@ -56,6 +61,13 @@ from sync_server.core.room import (
 from sync_server.hosting.bus import Message, RoomBus
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.registry import Registry
+from sync_server.hosting.share import (
+    LoopShare,
+    Metered,
+    RoomMeter,
+    SwitchInterval,
+    metered_call,
+)
 from sync_server.hosting.work import (
     Barrier,
     Command,
@@ -74,6 +86,9 @@ from sync_server.storage import DedupEntry, Storage, StorageError, VersionConfli
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
+
+# Shortened while any room's command is evaluated in a thread (share.py).
+OFF_LOOP_SWITCH = SwitchInterval(OFF_LOOP_SWITCH_SECONDS)
 
 
 @attrs.frozen
@@ -96,6 +111,8 @@ class RoomServices:
     leases: Leases = attrs.Factory(SingleNodeLeases)
     # Counts commands for the log's per-room summaries (None: not logged).
     activity: Activity | None = None
+    # Which rooms had work lately (share.py: each room's share of the CPU).
+    share: LoopShare = attrs.Factory(lambda: LoopShare(ROOM_SHARE_WINDOW_SECONDS))
 
 
 class RoomHost:
@@ -128,7 +145,16 @@ class RoomHost:
         # of one class until the queue is empty again.
         self._resyncs: dict[Any, tuple[int, Message]] = {}
         self._resync_memo: Any = new_memo()  # their status views, likewise
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        # The room's share of the CPU while other rooms have work (share.py).
+        limits = services.limits
+        self.meter = RoomMeter(
+            self.room_id,
+            services.share,
+            limits.room_cpu_share,
+            limits.room_cpu_burst,
+            ROOM_MAX_PAUSE_SECONDS,
+        )
+        self._task = asyncio.get_running_loop().create_task(Metered(self._run(), self.meter.add))
 
     # What is stored, for callers outside the queue (sessions, demo, admin,
     # tests): never a version a failed commit could still take back.
@@ -152,6 +178,7 @@ class RoomHost:
         if self.closed:
             raise RoomClosed(self.room_id)
         self._items.append(item)
+        self.meter.submitted()
         self._wake.set()
 
     def refuse_work(self) -> None:
@@ -259,6 +286,10 @@ class RoomHost:
             if self.closed:
                 self._fail_queued()
                 return
+            pause = self.meter.turn()
+            if pause:  # past its share while other rooms have work: theirs first
+                self.services.metrics.room_paused(pause)
+                await asyncio.sleep(pause)  # real time: the budget's unit (share.py)
 
     def _fail_queued(self) -> None:
         """After deletion or unloading: answer whatever is still queued."""
@@ -330,7 +361,7 @@ class RoomHost:
         if len(core.room.characters) < self.services.limits.off_loop_min_characters:
             core.evaluate_batch(batch, reader)
             return
-        work = asyncio.ensure_future(asyncio.to_thread(core.evaluate_batch, batch, reader))
+        work = asyncio.ensure_future(asyncio.to_thread(self._evaluate_off_loop, batch, reader))
         try:
             await asyncio.shield(work)
         except asyncio.CancelledError:
@@ -340,6 +371,12 @@ class RoomHost:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait((work,))
             raise
+
+    def _evaluate_off_loop(self, batch: Batch, reader: StaticLog | None) -> None:
+        """In the thread: the loop gets the interpreter back sooner
+        meanwhile, and the CPU time is the room's (share.py)."""
+        with OFF_LOOP_SWITCH:
+            metered_call(self.core.evaluate_batch, self.meter.add, batch, reader)
 
     async def _stored_commands(
         self, keys: list[tuple[str, str]], head: int

@@ -48,6 +48,7 @@ from sync_server.hosting.registry import Registry
 from sync_server.hosting.room_host import RoomHost, RoomServices
 from sync_server.hosting.rooms import Rooms
 from sync_server.hosting.sessions import Session, SessionDeps
+from sync_server.hosting.share import LoopShare
 from sync_server.hosting.tls import ServerTls, TlsError
 from sync_server.hosting.web import Routes
 from sync_server.hosting.work import Command
@@ -155,6 +156,7 @@ class Server:
                 affordances=config.affordances,
                 leases=self.leases,
                 activity=self.activity,
+                share=LoopShare(self.limits.room_share_window),
             )
         )
         self.admin = Admin(

@@ -123,6 +123,14 @@ class Metrics:
             "vtt_http_requests", "HTTP API requests by route and status", ["route", "status"],
             registry=r,
         )  # fmt: skip
+        self.room_pauses = Counter(
+            "vtt_room_pauses",
+            "Turns a room waited, past its share of the CPU while other rooms had work",
+            registry=r,
+        )
+        self.room_pause_seconds = Counter(
+            "vtt_room_pause_seconds", "Seconds rooms waited past their share of the CPU", registry=r
+        )
         self.sse_streams = Gauge("vtt_sse_streams", "Open Server-Sent Events streams", registry=r)
         # Counted here, folded into the counters above by `fold`.
         self._commands: Tally[tuple[str, str]] = Tally()
@@ -137,6 +145,11 @@ class Metrics:
     def http_request(self, route: str, status: int) -> None:
         """One HTTP API request answered (a stream: when it ends)."""
         self.http_requests.labels(route, str(status)).inc()
+
+    def room_paused(self, seconds: float) -> None:
+        """A room past its share of the CPU waits `seconds` (hosting/share.py)."""
+        self.room_pauses.inc()
+        self.room_pause_seconds.inc(seconds)
 
     def patch(self) -> None:
         self._patches += 1
