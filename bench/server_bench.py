@@ -181,12 +181,15 @@ async def setup_vtt(
     secrets: bool = False,
     prefix: str = "",
     characters: int = 5,
+    absent: int = 0,
 ) -> list[list[tuple[str, str]]]:
     """Create the rooms, their characters, a combat, and the users' tokens.
     Every character is shown in full; with `secrets`, the NPC is `status`
     (per-role views: its patches are encoded per view class). Beyond the
     five characters the load touches (4 PCs, the NPC), `characters` adds
-    bystanders nobody touches: the room-size scaling."""
+    bystanders nobody touches: the room-size scaling. `absent` adds players
+    who own a character each and never connect (a campaign's players not
+    at tonight's session)."""
     ws, _ = await hello(url, ADMIN_TOKEN, None)
     admin = Peer(ws, {}, mirror=False)
     reader = asyncio.create_task(admin.read())
@@ -226,6 +229,12 @@ async def setup_vtt(
             await gm.command(
                 f"s{next(ids)}", "add_character", {**SHEET, "name": f"B{i}", "shown": "full"}
             )
+        for i in range(absent):
+            a = await gm.command(
+                f"s{next(ids)}", "add_user", {"name": f"away{i}", "role": "player"}
+            )
+            sheet = {**SHEET, "name": f"A{i}", "shown": "full", "owner": a["result"]["user"]}
+            await gm.command(f"s{next(ids)}", "add_character", sheet)
         await gm.command(f"s{next(ids)}", "combat_start", {"order": chars})
         t.cancel()
         await gws.close()
@@ -374,6 +383,7 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
                         ns.clients,
                         secrets=kind == "secrets",
                         characters=ns.characters,
+                        absent=ns.absent,
                     )
                 )
             if ns.profile and kind == "vtt-sync":
@@ -461,6 +471,12 @@ def main() -> None:
     )
     ap.add_argument(
         "--characters", type=int, default=5, help="characters per room (>= 5: bystanders added)"
+    )
+    ap.add_argument(
+        "--absent",
+        type=int,
+        default=0,
+        help="players per room who own a character and never connect",
     )
     ap.add_argument(
         "--fast",

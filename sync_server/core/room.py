@@ -427,9 +427,14 @@ class RoomCore:
         # The rules' answers kept between commands (a cache: rules.RuleTable).
         self._rule_table = rules.RuleTable()
         self._redone: dict[Any, Collection[str] | None] = {}
-        self.afford: dict[Any, dict[str, Any]] | None = None
-        if affordances:
-            self.afford = self._affordances(self.room, self.undo)
+        # Only the classes of viewers who were shown the room (a welcome, a
+        # snapshot) are kept current (`_afford_after`), until the last of
+        # their sessions leaves (`forget_class`): a room's registered players
+        # who are not connected cost no command anything.
+        self.afford: dict[Any, dict[str, Any]] | None = {} if affordances else None
+        # The version since which each known class has been kept current: a
+        # resume from before it gets what the class may do now, whole.
+        self._known_at: dict[Any, int] = {}
         # What is stored: what readers outside the room's queue see.
         self.committed: tuple[dict[str, Any], int, dict[str, int]] = (
             self.state,
@@ -945,6 +950,14 @@ class RoomCore:
                 ops[cls] = changed
         return after, ops
 
+    def forget_class(self, cls: Any) -> None:
+        """No session of affordance class `cls` is open any more: its
+        affordances are no longer kept current with every command (worked
+        out again, whole, with its next view: `affordances_of`)."""
+        if self.afford is not None and cls in self.afford and self._batch is None:
+            self.afford = {k: a for k, a in self.afford.items() if k != cls}
+            self._known_at.pop(cls, None)
+
     def affordances_of(self, viewer: rules.Viewer) -> dict[str, Any]:
         """What `viewer` may do now (rules/affordances.py)."""
         cls = afford_class(viewer)
@@ -964,6 +977,7 @@ class RoomCore:
             # Known again from now on (see `_afford_after`): its sessions
             # get it whole with this view, and diffs of it after.
             self.afford = {**self.afford, cls: found}
+            self._known_at[cls] = self.v
         return found
 
     # --- joins and sync -------------------------------------------------------
@@ -978,6 +992,10 @@ class RoomCore:
         it (its own commands' ids only; patches loaded from the log too:
         their views are stored)."""
         if since == self.v:
+            if viewer is not None and self.afford is not None:
+                # Kept current from now on, if it was not: the client holds
+                # what it may do at this version (every view carries it).
+                self.affordances_of(viewer)
             return []
         if since < 0 or since > self.v or self.v - since > self.limits.max_resume_patches:
             return None
@@ -990,14 +1008,27 @@ class RoomCore:
             if any(view.needs_snapshot(viewer) for view in views):
                 return None  # a version whose view of theirs was not rendered
             out = [view.render(viewer) for view in views]
-            if self.afford is not None and out and since < self.loaded_v:
-                # Patches from the log carry no affordance ops: the last one
-                # sets what the viewer may do now, whole.
+            if self.afford is not None and out and not self._kept_since(viewer, since):
+                # Patches from the log carry no affordance ops, nor patches
+                # made while the viewer's class was not kept current (no
+                # session of it open): the last one sets what the viewer
+                # may do now, whole.
                 last = out[-1]
                 op = ["set", [AFFORDANCES], self.affordances_of(viewer)]
                 out[-1] = {**last, "ops": [*last["ops"], op]}
             return out
         return None
+
+    def _kept_since(self, viewer: rules.Viewer, since: int) -> bool:
+        """Whether every patch after `since` carries the ops on `viewer`'s
+        affordances: none from the log, and its class kept current since."""
+        if since < self.loaded_v:
+            return False
+        cls = afford_class(viewer)
+        if cls is None:
+            return True  # observers and admins: nothing they may do changes
+        assert self.afford is not None
+        return cls in self.afford and self._known_at.get(cls, self.v + 1) <= since
 
     def history(self, limit: int, viewer: rules.Viewer | None = None) -> list[dict[str, Any]]:
         """The events of the last `limit` patches in memory that have some

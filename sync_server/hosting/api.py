@@ -630,7 +630,7 @@ class Api:
             deps.metrics.sse_streams.set(len(self.streams))
             deps.bus.unsubscribe(room, stream)
             deps.registry.remove(room, stream)
-            host.touch()
+            host.left(user)
             if not stream.closing:
                 stream.close_after(protocol.CLOSE_SHUTDOWN, "stream ended")
 

@@ -57,6 +57,7 @@ from sync_server.core.room import (
     RememberToken,
     RoomCore,
     StaticLog,
+    afford_class,
 )
 from sync_server.hosting.bus import Message, RoomBus
 from sync_server.hosting.clock import Clock, SystemClock
@@ -74,6 +75,7 @@ from sync_server.hosting.work import (
     Delete,
     Item,
     Join,
+    Left,
     Query,
     Resync,
     RoomClosed,
@@ -209,9 +211,15 @@ class RoomHost:
         return again == found
 
     def touch(self) -> None:
-        """Something happened in the room (a client left): its idle time
-        counts from now."""
+        """Something happened in the room: its idle time counts from now."""
         self.last_active = self.services.clock.monotonic()
+
+    def left(self, user: str) -> None:
+        """A session of `user` left (unsubscribed, out of the registry)."""
+        self.touch()
+        if not self.closed:
+            self._items.append(Left(user))
+            self._wake.set()
 
     async def barrier(self) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -274,6 +282,8 @@ class RoomHost:
                 elif isinstance(item, Resync):
                     self._resync(item)
                     await asyncio.sleep(0)  # one per turn: other rooms in between
+                elif isinstance(item, Left):
+                    self._left(item)
                 elif isinstance(item, Delete):
                     await self._delete(item)
                 elif isinstance(item, Barrier) and not item.future.done():
@@ -313,6 +323,15 @@ class RoomHost:
         """Store what the core evaluated, then carry out its outputs: every
         item is answered exactly once, whatever fails on the way."""
         core, services = self.core, self.services
+        if core.afford is not None:
+            for item in items:
+                viewer = core.viewer(item.command.actor.user)
+                if item.patch_to is not None and viewer is not None:
+                    # An HTTP sender holds no session: what it may do is kept
+                    # current from its first command on, so that every answer
+                    # carries the ops on it (`RoomCore.forget_class` is for
+                    # sessions that left).
+                    core.affordances_of(viewer)
         batch = core.begin([item.command for item in items])
         try:
             reader = None
@@ -520,6 +539,19 @@ class RoomHost:
             frame = protocol.snapshot(self.core.v, self.core.view(viewer, self._resync_memo))
             cached = self._resyncs[cls] = (self.core.v, Message(frame))
         sink.resync(cached[1])
+
+    def _left(self, item: Left) -> None:
+        """Decided in the queue, after every join queued before: a class is
+        forgotten only while none of its sessions is open (a player's own;
+        the GMs' one class, while any GM is connected)."""
+        core = self.core
+        cls = afford_class(core.viewer(item.user))
+        if cls is None:
+            return
+        for user in self.services.registry.users(self.room_id):
+            if afford_class(core.viewer(user)) == cls:
+                return
+        core.forget_class(cls)
 
     def _sync(self, s: Sync) -> None:
         try:

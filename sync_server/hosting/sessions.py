@@ -289,7 +289,8 @@ class Session:
             if self.room_id is not None and self.host is not None:
                 self.deps.bus.unsubscribe(self.room_id, self.outbox)
                 self.deps.registry.remove(self.room_id, self.outbox)
-                self.host.touch()
+                if self.user is not None:
+                    self.host.left(self.user)
             if self.outbox.closing:
                 # A close was decided (4403, 4400, 1013...): let it finish,
                 # bounded by the close timeout.

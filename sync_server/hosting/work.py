@@ -130,4 +130,13 @@ class Resync:
     sink: Subscriber
 
 
-Item = Command | Join | Sync | Query | Delete | Barrier | Resync
+@attrs.define
+class Left:
+    """A session of `user` left the room: if none of its affordance class
+    is open any more, the room stops keeping that class's affordances
+    current (RoomCore.forget_class)."""
+
+    user: str
+
+
+Item = Command | Join | Sync | Query | Delete | Barrier | Resync | Left
