@@ -975,8 +975,11 @@ def _affordances(
     elif chars is last["chars"] and ops is last["room"] and told is last["undo"]:
         out = last  # nothing changed: the same object (the diff skips it at once)
     else:
+        # Worked out again only where something changed (`dirty`), `chars`
+        # is a new dict only when an entry of it did: no need to compare
+        # every character's (200 of them, each viewer, each command).
         out = {
-            "chars": _same(last["chars"], chars),
+            "chars": chars if dirty is not None else _same(last["chars"], chars),
             "room": _same(last["room"], ops),
             "undo": told,
         }

@@ -203,8 +203,8 @@ MAX_VIEW_CLASSES_PER_PATCH = 4
 # a resume (a snapshot instead). Same value: the live cap renders no more.
 MAX_STORED_VIEWS_PER_VERSION = MAX_VIEW_CLASSES_PER_PATCH
 
-# A room with at least this many characters has its batches evaluated off
-# the event loop (a thread; the room's queue waits, other rooms go on). Why:
+# A room with at least this many characters has its heavy batches evaluated
+# off the event loop (a thread; the room's queue waits, other rooms go on). Why:
 # one command of such a room may cost tens of milliseconds (a century
 # advance over 98 stable patients: the rules, the diff, the views and the
 # GM's affordances of every character, ~40 ms), all of it one slice of the
@@ -212,6 +212,14 @@ MAX_STORED_VIEWS_PER_VERSION = MAX_VIEW_CLASSES_PER_PATCH
 # thread the interpreter hands the loop its turn every switch interval. A
 # small room's command (~0.2 ms) would pay more for the hop than it blocks.
 OFF_LOOP_MIN_CHARACTERS = 40
+# ...and a batch is heavy when one of its ops has taken at least this long
+# in this room (its worst evaluation, divided among the batch's commands,
+# kept while the room is loaded), or was never evaluated in it yet. Why:
+# the hop costs ~300 us of CPU a command (the thread, the hand-offs of the
+# interpreter lock), and most commands of a big room touch one character
+# and cost ~0.2 ms: evaluating all of them off the loop took a 200-character
+# room from 460 to 752 us of server CPU a command (server_bench).
+OFF_LOOP_MIN_SECONDS = 0.001
 # The interpreter's switch interval while such a command is evaluated in a
 # thread (hosting/share.py, SwitchInterval): the thread holds the lock in
 # slices this long, and the event loop's next step waits for the end of one
@@ -366,6 +374,7 @@ class Limits:
     max_view_classes_per_patch: int = MAX_VIEW_CLASSES_PER_PATCH
     max_stored_views_per_version: int = MAX_STORED_VIEWS_PER_VERSION
     off_loop_min_characters: int = OFF_LOOP_MIN_CHARACTERS
+    off_loop_min_seconds: float = OFF_LOOP_MIN_SECONDS
     room_cpu_share: float | None = ROOM_CPU_SHARE  # None: no share (never paused)
     room_cpu_burst: float = ROOM_CPU_BURST_SECONDS
     room_share_window: float = ROOM_SHARE_WINDOW_SECONDS

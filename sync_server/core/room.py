@@ -427,6 +427,7 @@ class RoomCore:
         # The rules' answers kept between commands (a cache: rules.RuleTable).
         self._rule_table = rules.RuleTable()
         self._redone: dict[Any, Collection[str] | None] = {}
+        self._classes_of: tuple[Any, dict[Any, rules.Viewer]] | None = None
         # Only the classes of viewers who were shown the room (a welcome, a
         # snapshot) are kept current (`_afford_after`), until the last of
         # their sessions leaves (`forget_class`): a room's registered players
@@ -883,17 +884,11 @@ class RoomCore:
         Observers' never change: not kept. `touched`: the only characters
         that changed since the current room."""
         viewers: dict[Any, rules.Viewer] = {}
-        for uid, user in room.users.items():
-            if user.role not in ("gm", "player"):  # observers (and a stored role
-                continue  # outside a room's: such a user can never join)
-            viewer = rules.Viewer(uid, user.role)
-            cls = afford_class(viewer)
-            if cls is None or cls in viewers:
-                continue
+        for cls, viewer in self._classes(room).items():
             if only is None or only(cls):
                 viewers[cls] = viewer
             else:
-                self._rule_table.forget(uid)  # its kept entries would go stale
+                self._rule_table.forget(viewer.user)  # its kept entries would go stale
         since = None if touched is None else (self.room, touched)
         table = self._rule_table
         before = {cls: table.last.get(viewer.user) for cls, viewer in viewers.items()}
@@ -909,6 +904,24 @@ class RoomCore:
             if before[cls] is not None and before[cls] is current.get(cls)
         }
         return dict(zip(viewers, found, strict=True))
+
+    def _classes(self, room: rules.Room) -> dict[Any, rules.Viewer]:
+        """One viewer per affordance class of the room's users (the first
+        GM for the GMs'), worked out again only when the users change (the
+        same `room.users` object while they do not)."""
+        cached = self._classes_of
+        if cached is not None and cached[0] is room.users:
+            return cached[1]
+        found: dict[Any, rules.Viewer] = {}
+        for uid, user in room.users.items():
+            if user.role not in ("gm", "player"):  # observers (and a stored role
+                continue  # outside a room's: such a user can never join)
+            viewer = rules.Viewer(uid, user.role)
+            cls = afford_class(viewer)
+            if cls is not None and cls not in found:
+                found[cls] = viewer
+        self._classes_of = (room.users, found)
+        return found
 
     def _check_kept(
         self,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -65,6 +66,7 @@ from sync_server.hosting.registry import Registry
 from sync_server.hosting.share import (
     LoopShare,
     Metered,
+    OpCosts,
     RoomMeter,
     SwitchInterval,
     metered_call,
@@ -156,6 +158,8 @@ class RoomHost:
             limits.room_cpu_burst,
             ROOM_MAX_PAUSE_SECONDS,
         )
+        # What each op's evaluation has cost here: which batches go off the loop.
+        self.costs = OpCosts(limits.off_loop_min_seconds)
         self._task = asyncio.get_running_loop().create_task(Metered(self._run(), self.meter.add))
 
     # What is stored, for callers outside the queue (sessions, demo, admin,
@@ -372,13 +376,20 @@ class RoomHost:
         self._carry_out(items, outputs)
 
     async def _evaluate(self, batch: Batch, reader: StaticLog | None) -> None:
-        """`core.evaluate_batch`, off the event loop in a big room (limits:
-        OFF_LOOP_MIN_CHARACTERS). Safe: while it runs this room's worker
-        awaits it (its queue waits), and what readers outside the queue see
-        is the core's `committed`, changed only by `stored` on the loop."""
-        core = self.core
+        """`core.evaluate_batch`, off the event loop when the batch is heavy
+        in a big room (limits: OFF_LOOP_MIN_CHARACTERS, OFF_LOOP_MIN_SECONDS).
+        Safe: while it runs this room's worker awaits it (its queue waits),
+        and what readers outside the queue see is the core's `committed`,
+        changed only by `stored` on the loop."""
+        core, costs = self.core, self.costs
+        ops = [c.op for c in batch.commands]
         if len(core.room.characters) < self.services.limits.off_loop_min_characters:
             core.evaluate_batch(batch, reader)
+            return
+        if not costs.heavy(ops):
+            t = time.perf_counter()
+            core.evaluate_batch(batch, reader)
+            costs.saw(ops, time.perf_counter() - t)
             return
         work = asyncio.ensure_future(asyncio.to_thread(self._evaluate_off_loop, batch, reader))
         try:
@@ -390,12 +401,21 @@ class RoomHost:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait((work,))
             raise
+        costs.saw(ops, work.result())
 
-    def _evaluate_off_loop(self, batch: Batch, reader: StaticLog | None) -> None:
+    def _evaluate_off_loop(self, batch: Batch, reader: StaticLog | None) -> float:
         """In the thread: the loop gets the interpreter back sooner
-        meanwhile, and the CPU time is the room's (share.py)."""
+        meanwhile, and the CPU time is the room's (share.py). Returns that
+        CPU time (the thread's: not its waits for the interpreter)."""
+        took: list[float] = []
+
+        def spent(seconds: float) -> None:
+            took.append(seconds)
+            self.meter.add(seconds)
+
         with OFF_LOOP_SWITCH:
-            metered_call(self.core.evaluate_batch, self.meter.add, batch, reader)
+            metered_call(self.core.evaluate_batch, spent, batch, reader)
+        return took[0]
 
     async def _stored_commands(
         self, keys: list[tuple[str, str]], head: int

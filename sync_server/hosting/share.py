@@ -236,3 +236,38 @@ class SwitchInterval:
             self._users -= 1
             if self._users == 0:
                 sys.setswitchinterval(self._saved)
+
+
+class OpCosts:
+    """What each op's evaluation has cost in one room (its worst, per
+    command of its batch): a batch goes off the event loop when one of
+    its ops cost at least `heavy_seconds`, or was never evaluated here
+    (its cost unknown). Kept while the room is loaded: an op that was once
+    heavy in it (a century's advance over many patients) stays off the
+    loop, whatever cheap ones came between, so one client cannot make a
+    heavy command run on the loop by sending cheap ones of its kind first."""
+
+    def __init__(self, heavy_seconds: float) -> None:
+        self.heavy_seconds = heavy_seconds
+        self.worst: dict[Any, float] = {}
+
+    def heavy(self, ops: list[Any]) -> bool:
+        worst = self.worst
+        return any(worst.get(_op_key(op), float("inf")) >= self.heavy_seconds for op in ops)
+
+    def saw(self, ops: list[Any], seconds: float) -> None:
+        """A batch of `ops` took `seconds` to evaluate."""
+        if not ops:
+            return
+        each = seconds / len(ops)
+        worst = self.worst
+        for op in ops:
+            key = _op_key(op)
+            if each > worst.get(key, -1.0):
+                worst[key] = each
+
+
+def _op_key(op: Any) -> Any:
+    """An op's name as a key (a client's op may be anything: one that is
+    no string is refused by the rules at once, and keyed as one)."""
+    return op if isinstance(op, str) else "?"

@@ -423,7 +423,9 @@ async def test_a_big_rooms_batches_are_evaluated_off_the_event_loop(
         return real(self, batch, reader)
 
     monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
-    async with running_server(tmp_path, off_loop_min_characters=3, rate=None) as srv:
+    # Every batch of a big room counts as heavy here (test_share.py: which are).
+    limits = {"off_loop_min_characters": 3, "off_loop_min_seconds": 0.0}
+    async with running_server(tmp_path, **limits, rate=None) as srv:
         t = await create_table(srv.url)  # three characters
         gm, obs = await t.connect("gm"), await t.connect("obs")
         if chars == 2:

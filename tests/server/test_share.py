@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
 
 import pytest
@@ -22,6 +23,7 @@ from sync_server.hosting.share import (
     Budget,
     LoopShare,
     Metered,
+    OpCosts,
     RoomMeter,
     SwitchInterval,
     metered_call,
@@ -229,4 +231,46 @@ async def test_a_big_rooms_command_runs_with_the_short_interval(tmp_path, monkey
         await gm.ok("advance_clock", {"seconds": 6})
         assert seen == [pytest.approx(OFF_LOOP_SWITCH_SECONDS)]
         assert sys.getswitchinterval() > OFF_LOOP_SWITCH_SECONDS  # restored
+        await gm.close()
+
+
+def test_a_batch_is_heavy_when_one_of_its_ops_ever_was_or_is_unknown() -> None:
+    costs = OpCosts(heavy_seconds=0.001)
+    assert costs.heavy(["damage"])  # never evaluated here: off the loop, to learn
+    costs.saw(["damage", "damage", "heal"], 0.0006)  # 0.2 ms each
+    assert not costs.heavy(["damage", "heal", "damage"])
+    costs.saw(["advance_clock"], 0.030)  # a century over many patients
+    costs.saw(["advance_clock"], 0.0001)  # a minute: cheap, but it was heavy once
+    assert costs.heavy(["damage", "advance_clock"])
+    assert costs.heavy([["not", "a", "name"]])  # any op, keyed as one
+    costs.saw([{"odd": 1}], 0.0)
+    assert not costs.heavy([["not", "a", "name"]])
+
+
+async def test_a_big_room_evaluates_on_the_loop_what_was_cheap_there(tmp_path, monkeypatch) -> None:
+    """Issue 22: the hop to a thread costs more than a cheap command (a
+    200-character room: 752 -> 460 us a command on the loop). The first
+    batch of an op goes off the loop; one that was cheap in this room stays
+    on it after; a heavy one (here: any, with a bound of 0) never does."""
+    threads: list[str] = []
+    real = RoomCore.evaluate_batch
+
+    def spy(self, batch, reader=None):
+        threads.append(threading.current_thread().name)
+        return real(self, batch, reader)
+
+    monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
+    main = threading.main_thread().name
+    limits = {"off_loop_min_characters": 3, "off_loop_min_seconds": 10.0}
+    async with running_server(tmp_path, **limits, rate=None) as srv:
+        t = await create_table(srv.url)  # three characters
+        gm = await t.connect("gm")
+        threads.clear()
+        for _ in range(3):
+            await gm.ok("advance_clock", {"seconds": 6})
+        await gm.ok("undo")
+        await gm.ok("undo")
+        assert threads[0] != main and threads[1:3] == [main, main]
+        assert threads[3] != main and threads[4] == main
+        assert srv.rooms.hosts["r1"].costs.worst["advance_clock"] < 10.0
         await gm.close()
