@@ -213,8 +213,9 @@ MAX_STORED_VIEWS_PER_VERSION = MAX_VIEW_CLASSES_PER_PATCH
 # small room's command (~0.2 ms) would pay more for the hop than it blocks.
 OFF_LOOP_MIN_CHARACTERS = 40
 # ...and a batch is heavy when one of its ops has taken at least this long
-# in this room (its worst evaluation, divided among the batch's commands,
-# kept while the room is loaded), or was never evaluated in it yet. Why:
+# in this room lately (CPU time, per command of its batch: its worst, fading
+# by 5% at each cheaper evaluation, hosting/share.py OpCosts), or was never
+# evaluated in it yet. Why:
 # the hop costs ~300 us of CPU a command (the thread, the hand-offs of the
 # interpreter lock), and most commands of a big room touch one character
 # and cost ~0.2 ms: evaluating all of them off the loop took a 200-character

@@ -239,16 +239,19 @@ class SwitchInterval:
 
 
 class OpCosts:
-    """What each op's evaluation has cost in one room (its worst, per
-    command of its batch): a batch goes off the event loop when one of
-    its ops cost at least `heavy_seconds`, or was never evaluated here
-    (its cost unknown). Kept while the room is loaded: an op that was once
-    heavy in it (a century's advance over many patients) stays off the
-    loop, whatever cheap ones came between, so one client cannot make a
-    heavy command run on the loop by sending cheap ones of its kind first."""
+    """What each op's evaluation has cost in one room (per command of its
+    batch, CPU time): a batch goes off the event loop when one of its ops
+    cost at least `heavy_seconds` lately, or was never evaluated here (its
+    cost unknown). An op's figure is its worst, which fades by `fade` at
+    each cheaper evaluation of it: an op heavy once (a century's advance
+    over many patients) stays off the loop for a good many cheap ones
+    after (a client cannot make a heavy command run on the loop by sending
+    one cheap command of its kind first), and a one-off outlier (a garbage
+    collection) does not send a cheap op off the loop for ever."""
 
-    def __init__(self, heavy_seconds: float) -> None:
+    def __init__(self, heavy_seconds: float, fade: float = 0.95) -> None:
         self.heavy_seconds = heavy_seconds
+        self.fade = fade
         self.worst: dict[Any, float] = {}
 
     def heavy(self, ops: list[Any]) -> bool:
@@ -261,10 +264,9 @@ class OpCosts:
             return
         each = seconds / len(ops)
         worst = self.worst
-        for op in ops:
-            key = _op_key(op)
-            if each > worst.get(key, -1.0):
-                worst[key] = each
+        for key in {_op_key(op) for op in ops}:
+            before = worst.get(key)
+            worst[key] = each if before is None else max(each, before * self.fade)
 
 
 def _op_key(op: Any) -> Any:
