@@ -327,14 +327,14 @@ class RoomHost:
         """Store what the core evaluated, then carry out its outputs: every
         item is answered exactly once, whatever fails on the way."""
         core, services = self.core, self.services
-        if core.afford is not None:
-            for item in items:
+        for item in items:
+            if item.patch_to is not None and core.afford is not None:
+                # An HTTP sender holds no session: what it may do is kept
+                # current from its first command on, so that every answer
+                # carries the ops on it (`RoomCore.forget_class` is for
+                # sessions that left).
                 viewer = core.viewer(item.command.actor.user)
-                if item.patch_to is not None and viewer is not None:
-                    # An HTTP sender holds no session: what it may do is kept
-                    # current from its first command on, so that every answer
-                    # carries the ops on it (`RoomCore.forget_class` is for
-                    # sessions that left).
+                if viewer is not None:
                     core.affordances_of(viewer)
         batch = core.begin([item.command for item in items])
         try:
@@ -382,10 +382,10 @@ class RoomHost:
         and what readers outside the queue see is the core's `committed`,
         changed only by `stored` on the loop."""
         core, costs = self.core, self.costs
-        ops = [c.op for c in batch.commands]
         if len(core.room.characters) < self.services.limits.off_loop_min_characters:
             core.evaluate_batch(batch, reader)
             return
+        ops = [c.op for c in batch.commands]
         if not costs.heavy(ops):
             t = time.thread_time()  # CPU: not the machine's other work meanwhile
             core.evaluate_batch(batch, reader)

@@ -5,7 +5,8 @@ characters on it). Everything else is re-exported from there."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,6 +57,8 @@ __all__ = [
     "on_both_transports",
     "open_ws",
     "running_server",
+    "spy_evaluations",
+    "status_patients",
     "start_subprocess_server",
     "test_config",
     "vtt_server",
@@ -126,3 +129,40 @@ async def vtt_server(tmp_path: Path, transport: str) -> AsyncIterator[Server]:
 @pytest.fixture
 async def vtt_table(vtt_server: Server) -> Table:
     return await create_table(vtt_server.url)
+
+
+def spy_evaluations(
+    monkeypatch: pytest.MonkeyPatch, read: Callable[[], Any] | None = None
+) -> list[Any]:
+    """What `read()` gives in every call of `RoomCore.evaluate_batch` (by
+    default the name of the thread it runs in: the event loop's or a
+    worker's), appended to the list returned, in order."""
+    from sync_server.core.room import RoomCore
+
+    seen: list[Any] = []
+    real = RoomCore.evaluate_batch
+    take = read if read is not None else (lambda: threading.current_thread().name)
+
+    def spy(self: RoomCore, batch: Any, reader: Any = None) -> None:
+        seen.append(take())
+        return real(self, batch, reader)
+
+    monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
+    return seen
+
+
+async def status_patients(gm: Client, url: str, room: str, n: int) -> list[tuple[Client, str, str]]:
+    """`n` players, each owning a `status` character (a view of their own)
+    that rests (so a clock advance concerns each of them), each connected:
+    (their client, their character, their token)."""
+    players = []
+    for i in range(n):
+        user = (await gm.ok("add_user", {"name": f"P{i}", "role": "player"}))["result"]
+        char = await gm.ok(
+            "add_character", {**SHEET, "name": f"Pat{i}", "owner": user["user"], "shown": "status"}
+        )
+        c = await connect(url, user["token"], room)
+        players.append((c, char["result"]["char"], user["token"]))
+    for c, char, _ in players:
+        await c.ok("rest", {"char": char, "kind": "short"})
+    return players

@@ -19,7 +19,6 @@ from websockets.asyncio.client import connect as ws_connect
 from rules import validate
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
-from sync_server.core.room import RoomCore
 from sync_server.hosting.admin_http import export_text
 from sync_server.hosting.clock import FakeClock
 from sync_server.storage import StorageError, transfer
@@ -31,12 +30,13 @@ from tests.helpers.server import (
     ADMIN_TOKEN,
     SHEET,
     WAIT,
-    connect,
     connect_admin,
     create_table,
     on_both_transports,
     open_ws,
     running_server,
+    spy_evaluations,
+    status_patients,
 )
 
 pytestmark = on_both_transports  # issue 22: the fast transport keeps the protocol
@@ -318,17 +318,7 @@ async def test_a_patch_is_rendered_for_at_most_the_cap_of_views(tmp_path, monkey
     async with running_server(tmp_path, max_view_classes_per_patch=2, rate=None) as srv:
         t = await create_table(srv.url)
         gm = await t.connect("gm")
-        players = []
-        for i in range(5):
-            user = (await gm.ok("add_user", {"name": f"P{i}", "role": "player"}))["result"]
-            char = await gm.ok(
-                "add_character",
-                {**SHEET, "name": f"Pat{i}", "owner": user["user"], "shown": "status"},
-            )
-            c = await connect(srv.url, user["token"], t.room)
-            players.append((c, char["result"]["char"]))
-        for c, char in players:
-            await c.ok("rest", {"char": char, "kind": "short"})
+        players = [(c, char) for c, char, _ in await status_patients(gm, srv.url, t.room, 5)]
         obs = await t.connect("obs")
         encoded: list[str] = []
         real = Codec.encode
@@ -366,17 +356,7 @@ async def test_a_version_stores_at_most_the_cap_of_players_views(tmp_path) -> No
     ) as srv:
         t = await create_table(srv.url)
         gm = await t.connect("gm")
-        players = []
-        for i in range(5):
-            user = (await gm.ok("add_user", {"name": f"P{i}", "role": "player"}))["result"]
-            char = await gm.ok(
-                "add_character",
-                {**SHEET, "name": f"Pat{i}", "owner": user["user"], "shown": "status"},
-            )
-            c = await connect(srv.url, user["token"], t.room)
-            players.append((c, char["result"]["char"], user["token"]))
-        for c, char, _ in players:
-            await c.ok("rest", {"char": char, "kind": "short"})
+        players = await status_patients(gm, srv.url, t.room, 5)
         obs = await t.connect("obs")
         before = gm.v
         ack = await gm.ok("advance_clock", {"seconds": 3600})  # every rest ends
@@ -415,14 +395,7 @@ async def test_a_big_rooms_batches_are_evaluated_off_the_event_loop(
     has its batches evaluated in a thread (its own queue waits; nothing
     else of it changes: answers and mirrors as before); a smaller one
     stays on the loop, where a command costs less than the hop."""
-    threads: list[str] = []
-    real = RoomCore.evaluate_batch
-
-    def spy(self, batch, reader=None):
-        threads.append(threading.current_thread().name)
-        return real(self, batch, reader)
-
-    monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
+    threads = spy_evaluations(monkeypatch)
     # Every batch of a big room counts as heavy here (test_share.py: which are).
     limits = {"off_loop_min_characters": 3, "off_loop_min_seconds": 0.0}
     async with running_server(tmp_path, **limits, rate=None) as srv:

@@ -17,7 +17,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sync_server.core.limits import OFF_LOOP_SWITCH_SECONDS
-from sync_server.core.room import RoomCore
 from sync_server.hosting import room_host
 from sync_server.hosting.share import (
     Budget,
@@ -28,7 +27,7 @@ from sync_server.hosting.share import (
     SwitchInterval,
     metered_call,
 )
-from sync_server.testing.server import create_table, running_server
+from tests.helpers.server import create_table, running_server, spy_evaluations
 
 
 def test_a_budget_starts_full_refills_at_its_share_and_never_past_its_burst() -> None:
@@ -217,14 +216,7 @@ def test_the_switch_interval_is_short_while_any_thread_evaluates_and_restored_af
 
 async def test_a_big_rooms_command_runs_with_the_short_interval(tmp_path, monkeypatch) -> None:
     """What the thread that evaluates a big room's command sees."""
-    seen: list[float] = []
-    real = RoomCore.evaluate_batch
-
-    def spy(self, batch, reader=None):
-        seen.append(sys.getswitchinterval())
-        return real(self, batch, reader)
-
-    monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
+    seen = spy_evaluations(monkeypatch, sys.getswitchinterval)
     async with running_server(tmp_path, off_loop_min_characters=3, rate=None) as srv:
         gm = await (await create_table(srv.url)).connect("gm")
         seen.clear()
@@ -256,14 +248,7 @@ async def test_a_big_room_evaluates_on_the_loop_what_was_cheap_there(tmp_path, m
     200-character room: 752 -> 460 us a command on the loop). The first
     batch of an op goes off the loop; one that was cheap in this room stays
     on it after; a heavy one (here: any, with a bound of 0) never does."""
-    threads: list[str] = []
-    real = RoomCore.evaluate_batch
-
-    def spy(self, batch, reader=None):
-        threads.append(threading.current_thread().name)
-        return real(self, batch, reader)
-
-    monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
+    threads = spy_evaluations(monkeypatch)
     main = threading.main_thread().name
     limits = {"off_loop_min_characters": 3, "off_loop_min_seconds": 10.0}
     async with running_server(tmp_path, **limits, rate=None) as srv:
