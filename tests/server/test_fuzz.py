@@ -138,9 +138,12 @@ def check_frame(frame: Any, role: str) -> None:
 
 
 def _token_keys(value: Any) -> list[str]:
-    """Map keys naming a token anywhere in a value (patches never carry one)."""
+    """Map keys naming a token anywhere in a value (patches never carry one).
+    An op's name is no token: a viewer's affordances are keyed by op
+    (`rotate_token` among the GM's), and a patch may set them whole (a
+    resume or `sync` from before the viewer's class was kept current)."""
     if isinstance(value, dict):
-        found = [k for k in value if "token" in k]
+        found = [k for k in value if "token" in k and k not in rules.OPS]
         return found + [k for v in value.values() for k in _token_keys(v)]
     if isinstance(value, list):
         return [k for v in value for k in _token_keys(v)]
