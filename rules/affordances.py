@@ -170,8 +170,12 @@ class RuleTable:
     # authorize_role's answers: all it reads is the viewer's role and the op's.
     roles: dict[tuple[str, str], bool] = attrs.Factory(dict)
 
-    # Each role's ops, and those of them acting for a character (see ops_for).
+    # Each role's ops, and those of them acting for a character, and
+    # whether all of those are an owner's (see ops_for).
     role_ops: dict[str, Any] = attrs.Factory(dict)
+    # Each viewer's Actor, by user (a call per viewer and command need not
+    # build one).
+    actors: dict[Any, Actor] = attrs.Factory(dict)
     # Each viewer's last affordances: unchanged parts are kept as the same objects.
     last: dict[Any, dict[str, Any]] = attrs.Factory(dict)
     # The characters whose entries the last call worked out again for each
@@ -191,8 +195,10 @@ class RuleTable:
         return self.tends.keys()
 
     def ops_for(self, actor: Actor) -> Any:
-        """The ops the actor's role may send (authorize_role), and those of
-        them that act for one character, with how to work each out."""
+        """The ops the actor's role may send (authorize_role), those of
+        them that act for one character, with how to work each out, and
+        whether every one of those is an owner's (a player's: see
+        `_affordances`)."""
         found = self.role_ops.get(actor.role)
         if found is None:
             allowed = [(op, spec) for op, spec in OPS.items() if self.role_allows(spec, actor, op)]
@@ -201,7 +207,17 @@ class RuleTable:
                 for op, spec in allowed
                 if OFFERS[op].one  # type: ignore[attr-defined]
             ]
-            found = self.role_ops[actor.role] = (allowed, per_char)
+            owners_only = not actor.is_gm and all(
+                spec.role in (OWNER_OR_GM, UNTEND) for _, spec, _, _ in per_char
+            )
+            found = self.role_ops[actor.role] = (allowed, per_char, owners_only)
+        return found
+
+    def actor(self, viewer: Viewer) -> Actor:
+        """`viewer` as the actor their commands would come from."""
+        found = self.actors.get(viewer.user)
+        if found is None or found.role != viewer.role:
+            found = self.actors[viewer.user] = Actor(viewer.user, viewer.role)  # type: ignore[arg-type]
         return found
 
     def role_allows(self, spec: OpSpec, actor: Actor, op: str) -> bool:
@@ -338,6 +354,7 @@ class RuleTable:
         self.seen = {}
         self.last = {}
         self.room_reads = {}
+        self.actors = {}
 
     def inputs(self, c: Character) -> tuple[Any, ...]:
         """What the checks read of `c` (`_inputs`), worked out once per
@@ -353,7 +370,7 @@ class RuleTable:
         if not actor.is_gm:
             undo = None  # refused whatever the log holds (authorize_undo)
         found = self.undos.get(actor.role)
-        if found is None or found[0] != undo:
+        if found is None or (found[0] is not undo and found[0] != undo):
             found = self.undos[actor.role] = (undo, _undo(actor, undo))
         return found[1]
 
@@ -845,7 +862,7 @@ def _affordances(
 ) -> dict[str, Any]:
     if viewer.role not in ("gm", "player", "observer") or viewer.user is None:
         return {"chars": {}, "room": {}, "undo": {"why": {"key": "undo_gm_only"}}}
-    actor = Actor(viewer.user, viewer.role)
+    actor = table.actor(viewer)
     last = table.last.get(viewer.user)
     seen_ids = table.seen.get(viewer.user)
     dirty = table.dirty if last is not None and seen_ids is not None else None
@@ -854,10 +871,17 @@ def _affordances(
         and not dirty
         and not table.partial
         and table.room_reads.get(viewer.user) == (table.room_now, seen_ids)
-        and table.undo_of(actor, undo) is last["undo"]  # type: ignore[index]
     ):
+        # Nothing they read changed but, maybe, what an undo would revert
+        # (the GM's, at nearly every command).
+        assert last is not None
         table.redone[viewer.user] = dirty
-        return last  # type: ignore[return-value]  # nothing they read changed
+        told = table.undo_of(actor, undo)
+        if told is last["undo"]:
+            return last
+        out = {"chars": last["chars"], "room": last["room"], "undo": told}
+        table.last[viewer.user] = out
+        return out
     if dirty is not None:
         # Only the dirty characters' visibility can have changed (it reads
         # the character alone: rules/view.py).
@@ -884,7 +908,7 @@ def _affordances(
         redo = [room.characters[cid] for cid in dirty if cid in seen_ids]
     table.seen[viewer.user] = seen_ids
     scan = _Scan(room, actor, seen_ids, table)
-    allowed, per_char = table.ops_for(actor)
+    allowed, per_char, owners_only = table.ops_for(actor)
     before = last["chars"] if last is not None else {}
     chars = {} if dirty is None else before
     if dirty is None:
@@ -907,9 +931,6 @@ def _affordances(
                 if chars is before:
                     chars = dict(before)
                 chars[cid] = turned
-    owners_only = not actor.is_gm and all(
-        spec.role in (OWNER_OR_GM, UNTEND) for _, spec, _, _ in per_char
-    )
     for c in redo:
         mine: dict[str, Any] = {}
         ops_of_c = per_char
@@ -991,6 +1012,8 @@ def _same(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     """`old` itself when `new` holds the same values (by identity, or equal
     for plain ones): what is unchanged stays the same object, so that the
     server's diff of two calls skips it at once."""
+    if old is new:
+        return old
     if old is None or len(old) != len(new):
         return new
     for key, value in new.items():

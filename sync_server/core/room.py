@@ -426,7 +426,6 @@ class RoomCore:
         self.undo: rules.UndoEntry | None = undo_entry(loaded.undo)
         # The rules' answers kept between commands (a cache: rules.RuleTable).
         self._rule_table = rules.RuleTable()
-        self._redone: dict[Any, Collection[str] | None] = {}
         self._classes_of: tuple[Any, dict[Any, rules.Viewer]] | None = None
         # Only the classes of viewers who were shown the room (a welcome, a
         # snapshot) are kept current (`_afford_after`), until the last of
@@ -871,40 +870,6 @@ class RoomCore:
 
     # --- affordances ----------------------------------------------------------
 
-    def _affordances(
-        self,
-        room: rules.Room,
-        undo: rules.UndoEntry | None,
-        only: Callable[[Any], bool] | None = None,
-        touched: frozenset[str] | None = None,
-    ) -> dict[Any, dict[str, Any]]:
-        """Each affordance class's affordances (`afford_class`): the GMs',
-        and each player's (those `only` accepts, when given: the rule
-        table forgets the others, so their next call redoes them whole).
-        Observers' never change: not kept. `touched`: the only characters
-        that changed since the current room."""
-        viewers: dict[Any, rules.Viewer] = {}
-        for cls, viewer in self._classes(room).items():
-            if only is None or only(cls):
-                viewers[cls] = viewer
-            else:
-                self._rule_table.forget(viewer.user)  # its kept entries would go stale
-        since = None if touched is None else (self.room, touched)
-        table = self._rule_table
-        before = {cls: table.last.get(viewer.user) for cls, viewer in viewers.items()}
-        found = rules.affordances_for(room, list(viewers.values()), undo, table, since)
-        for viewer, got in zip(viewers.values(), found, strict=True):
-            self._check_kept(room, viewer, undo, got)
-        # What the rules redid, good for a diff from what they gave last
-        # (after a rollback, the current affordances are older than that).
-        current = self.afford or {}
-        self._redone = {
-            cls: table.redone.get(viewer.user)
-            for cls, viewer in viewers.items()
-            if before[cls] is not None and before[cls] is current.get(cls)
-        }
-        return dict(zip(viewers, found, strict=True))
-
     def _classes(self, room: rules.Room) -> dict[Any, rules.Viewer]:
         """One viewer per affordance class of the room's users (the first
         GM for the GMs'), worked out again only when the users change (the
@@ -951,14 +916,41 @@ class RoomCore:
         none is open), and `affordances_of` works it out again when one is
         sent (a snapshot, a welcome). So a century advance that concerns
         98 players works out the affordances of the few it renders, not of
-        99 classes in one go."""
-        if self.afford is None:
+        99 classes in one go. The rule table forgets the classes left out
+        (its kept entries of them would go stale: their next call redoes
+        them whole). Observers' never change: not kept.
+
+        One pass per class and no more: this runs at every command, for
+        every connected GM and player class."""
+        current = self.afford
+        if current is None:
             return None, {}
-        known = self.afford
-        after = self._affordances(room, undo, lambda c: c in known and c not in unrendered, touched)
+        table = self._rule_table
+        classes: list[Any] = []
+        viewers: list[rules.Viewer] = []
+        for cls, viewer in self._classes(room).items():
+            if cls in current and cls not in unrendered:
+                classes.append(cls)
+                viewers.append(viewer)
+            else:
+                table.forget(viewer.user)
+        # What the table gave each viewer last: when that is what the room
+        # holds now (not so after a rollback), its `redone` says which
+        # characters a diff need look at.
+        before = [table.last.get(viewer.user) for viewer in viewers]
+        since = None if touched is None else (self.room, touched)
+        found = rules.affordances_for(room, viewers, undo, table, since)
+        after: dict[Any, dict[str, Any]] = {}
         ops: dict[Any, list[Any]] = {}
-        for cls, now in after.items():
-            changed = afford_diff(self.afford.get(cls), now, self._redone.get(cls, None))
+        for cls, viewer, was, now in zip(classes, viewers, before, found, strict=True):
+            after[cls] = now
+            if self.check_invariants:
+                self._check_kept(room, viewer, undo, now)
+            old = current.get(cls)
+            if old is now:
+                continue  # the rules kept it whole: nothing to send
+            redone = table.redone.get(viewer.user) if was is not None and was is old else None
+            changed = afford_diff(old, now, redone)
             if changed:
                 ops[cls] = changed
         return after, ops
