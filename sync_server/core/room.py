@@ -44,7 +44,7 @@ import attrs
 import rules
 from rules.model import ROLES as ROOM_ROLES
 from rules.model import TOUCHED_CUTOVER
-from rules.view import CLASS_PUBLIC
+from rules.view import ALL_SEEING, CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import (
@@ -104,6 +104,11 @@ class ViewKey(NamedTuple):
     afford: Any = None
 
 
+# The key of the viewers who get the public view of someone else's patch
+# that changes nothing they may do.
+PUBLIC_KEY = ViewKey(CLASS_PUBLIC)
+
+
 @attrs.define(eq=False)
 class PatchView:
     """How one patch looks to each viewer (per-role views, rules/view.py,
@@ -137,18 +142,26 @@ class PatchView:
 
     def key(self, viewer: rules.Viewer) -> ViewKey | None:
         """None: the plain patch (a viewer who sees everything, with no
-        affordance of theirs changed)."""
-        cls = afford_class(viewer)
-        afford = cls if cls in self.afford else None
-        if viewer.sees_all:
+        affordance of theirs changed). Asked for every viewer of every
+        patch: no call it can do without."""
+        afford = None
+        if self.afford:
+            cls = afford_class(viewer)
+            if cls in self.afford:
+                afford = cls
+        if viewer.role in ALL_SEEING:
             return None if afford is None else ViewKey(None, False, afford)
         seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
-        return ViewKey(seen, self._own(viewer), afford)
+        by = self.patch["by"]
+        own = by is not None and viewer.user == by
+        if seen is CLASS_PUBLIC and not own and afford is None:
+            return PUBLIC_KEY  # most viewers of most patches: one object, no tuple to build
+        return ViewKey(seen, own, afford)
 
     def needs_snapshot(self, viewer: rules.Viewer) -> bool:
         """`viewer`'s view of this version was not rendered (past the cap of
         views per version): it gets a snapshot, never this patch."""
-        return needs_snapshot(self.views, viewer)
+        return self.views is not None and needs_snapshot(self.views, viewer)
 
     def exempt(self, key: Any) -> bool:
         """Viewers who see everything (the GM) get their own frame when the

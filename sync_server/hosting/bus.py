@@ -98,23 +98,22 @@ class Message:
         `max_keys` other groups are built already, so the sink is held
         (`hold`: a snapshot of its view, later) instead. The rule is
         written once, here, for every kind of sink."""
-        key = self.key(sink.viewer)
-        if (
-            self.on_overflow is not None
-            and self.view is not None
-            and sink.viewer is not None
-            and self.view.needs_snapshot(sink.viewer)
-        ):  # past the cap of views the version stored: no patch to render
+        viewer, view = sink.viewer, self.view
+        if view is None or viewer is None:
+            return None  # the plain frame (this runs per sink and frame: no more)
+        key = view.key(viewer)
+        if self.on_overflow is not None and view.needs_snapshot(viewer):
+            # past the cap of views the version stored: no patch to render
             sink.stale = True
             self.on_overflow(sink)
             return HELD
         if key is None or self.max_keys is None or self.on_overflow is None:
             return key
-        if self.view is not None and self.view.exempt(key):
-            return key  # the GM's own class (its affordances): never capped
         keys = self._keys
         if key in keys:
             return key
+        if view.exempt(key):
+            return key  # the GM's own class (its affordances): never capped
         if len(keys) < self.max_keys:
             keys.add(key)
             return key
