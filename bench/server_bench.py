@@ -300,8 +300,8 @@ async def drive(
             else:
                 errors += 1
 
-    groups0 = (0.0, 0.0) if relay else commit_groups(url)
-    jobs = groups = 0.0
+    groups0 = (0.0, 0.0, 0.0) if relay else commit_groups(url)
+    jobs = groups = pauses = 0.0
     cpu0, own0, split0 = cpu_seconds(pid), time.process_time(), cpu_split(pid)
     t_start = time.perf_counter()
     async with asyncio.timeout(seconds + 60):
@@ -324,7 +324,7 @@ async def drive(
             await p.ws.close()
     n = len(sent)
     if not relay:
-        jobs, groups = (a - b for a, b in zip(commit_groups(url), groups0, strict=True))
+        jobs, groups, pauses = (a - b for a, b in zip(commit_groups(url), groups0, strict=True))
     return {
         "cmds_per_s": n / elapsed,
         "p50_ms": pct(latencies, 0.5) * 1e3,
@@ -336,16 +336,23 @@ async def drive(
         "loadgen_cpu_pct": own / elapsed * 100,
         "errors": errors + missing,
         "commit_group": jobs / groups if groups else 0.0,
+        "room_pauses": pauses,
     }
 
 
-def commit_groups(url: str) -> tuple[float, float]:
-    """(write jobs committed, transactions) so far, from the server's /metrics."""
+def commit_groups(url: str) -> tuple[float, float, float]:
+    """(write jobs committed, transactions, rooms paused for their CPU
+    share) so far, from the server's /metrics."""
     http = url.replace("ws://", "http://").rstrip("/") + "/metrics"
     with urllib.request.urlopen(http, timeout=10) as resp:
         text = resp.read().decode()
     found = dict(re.findall(r"^vtt_commit_group_jobs_(sum|count) (\S+)$", text, re.M))
-    return float(found.get("sum", 0)), float(found.get("count", 0))
+    pauses = re.search(r"^vtt_room_pauses_total (\S+)$", text, re.M)
+    return (
+        float(found.get("sum", 0)),
+        float(found.get("count", 0)),
+        float(pauses.group(1)) if pauses else 0.0,
+    )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -424,6 +431,7 @@ ROWS = {
     "loadgen_cpu_pct": ("load gen CPU %", ""),
     "errors": ("errors", ""),
     "commit_group": ("commit group (jobs)", ""),
+    "room_pauses": ("rooms paused (share)", ""),
 }
 
 
