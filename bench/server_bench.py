@@ -393,7 +393,7 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
                         absent=ns.absent,
                     )
                 )
-            if ns.profile and kind == "vtt-sync":
+            if ns.profile and kind == ns.profile_kind:
                 profiler = subprocess.Popen(
                     [
                         "py-spy",
@@ -464,6 +464,11 @@ def main() -> None:
         " and print the cost of keeping them current: before/after in one run",
     )
     ap.add_argument("--profile", help="py-spy raw profile of the vtt-sync side (last run) here")
+    ap.add_argument(
+        "--profile-kind",
+        default="vtt-sync",
+        help="which server --profile samples: vtt-sync (default), fast, no-affordances, ...",
+    )
     ap.add_argument(
         "--base",
         help="a tree of other code (e.g. `git worktree add --detach ../base main`): runs it as "
