@@ -300,7 +300,7 @@ async def drive(
             else:
                 errors += 1
 
-    groups0 = (0.0, 0.0, 0.0) if relay else commit_groups(url)
+    groups0 = (0.0, 0.0, 0.0) if relay else server_counts(url)
     jobs = groups = pauses = 0.0
     cpu0, own0, split0 = cpu_seconds(pid), time.process_time(), cpu_split(pid)
     t_start = time.perf_counter()
@@ -324,7 +324,7 @@ async def drive(
             await p.ws.close()
     n = len(sent)
     if not relay:
-        jobs, groups, pauses = (a - b for a, b in zip(commit_groups(url), groups0, strict=True))
+        jobs, groups, pauses = (a - b for a, b in zip(server_counts(url), groups0, strict=True))
     return {
         "cmds_per_s": n / elapsed,
         "p50_ms": pct(latencies, 0.5) * 1e3,
@@ -340,9 +340,9 @@ async def drive(
     }
 
 
-def commit_groups(url: str) -> tuple[float, float, float]:
-    """(write jobs committed, transactions, rooms paused for their CPU
-    share) so far, from the server's /metrics."""
+def server_counts(url: str) -> tuple[float, float, float]:
+    """(write jobs committed, commit transactions, rooms paused for their
+    CPU share) so far, from the server's /metrics."""
     http = url.replace("ws://", "http://").rstrip("/") + "/metrics"
     with urllib.request.urlopen(http, timeout=10) as resp:
         text = resp.read().decode()

@@ -44,7 +44,7 @@ import attrs
 import rules
 from rules.model import ROLES as ROOM_ROLES
 from rules.model import TOUCHED_CUTOVER
-from rules.view import ALL_SEEING, CLASS_PUBLIC
+from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.storage import (
@@ -149,11 +149,10 @@ class PatchView:
             cls = afford_class(viewer)
             if cls in self.afford:
                 afford = cls
-        if viewer.role in ALL_SEEING:
+        if viewer.sees_all:
             return None if afford is None else ViewKey(None, False, afford)
         seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
-        by = self.patch["by"]
-        own = by is not None and viewer.user == by
+        own = self._own(viewer)
         if seen is CLASS_PUBLIC and not own and afford is None:
             return PUBLIC_KEY  # most viewers of most patches: one object, no tuple to build
         return ViewKey(seen, own, afford)
@@ -161,7 +160,7 @@ class PatchView:
     def needs_snapshot(self, viewer: rules.Viewer) -> bool:
         """`viewer`'s view of this version was not rendered (past the cap of
         views per version): it gets a snapshot, never this patch."""
-        return self.views is not None and needs_snapshot(self.views, viewer)
+        return needs_snapshot(self.views, viewer)
 
     def exempt(self, key: Any) -> bool:
         """Viewers who see everything (the GM) get their own frame when the
@@ -957,12 +956,11 @@ class RoomCore:
         ops: dict[Any, list[Any]] = {}
         for cls, viewer, was, now in zip(classes, viewers, before, found, strict=True):
             after[cls] = now
-            if self.check_invariants:
-                self._check_kept(room, viewer, undo, now)
+            self._check_kept(room, viewer, undo, now)
             old = current.get(cls)
             if old is now:
                 continue  # the rules kept it whole: nothing to send
-            redone = table.redone.get(viewer.user) if was is not None and was is old else None
+            redone = table.redone.get(viewer.user) if was is old else None
             changed = afford_diff(old, now, redone)
             if changed:
                 ops[cls] = changed
