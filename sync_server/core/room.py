@@ -33,9 +33,8 @@ effects.
 
 from __future__ import annotations
 
-import itertools
 import logging
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Collection
 from typing import Any, NamedTuple, Protocol
 
@@ -47,6 +46,7 @@ from rules.model import TOUCHED_CUTOVER
 from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
+from sync_server.core.recent import RecentPatches
 from sync_server.storage import (
     DedupEntry,
     LoadedRoom,
@@ -181,6 +181,10 @@ class PatchView:
             p = {**p, "ops": [*p["ops"], *extra]}
         return p
 
+
+# What the room keeps of a committed patch (core/recent.py): PatchView's
+# fields, rebuilt into one when a resume or the history needs it.
+RecentPatch = tuple[dict[str, Any], Views | None, dict[Any, list[Any]]]
 
 AFFORDANCES = "affordances"  # the key of a viewer's affordances in their view
 
@@ -398,14 +402,13 @@ class RoomCore:
         self.state: dict[str, Any] = loaded.state
         self.room = rules.Room.from_dict(loaded.state)
         self.v = loaded.v
-        self.recent: deque[dict[str, Any]] = deque(
-            (p.frame() for p in loaded.recent), maxlen=self.limits.recent_patches_in_memory
-        )
-        # Beside each recent patch, how viewers see it (from the views stored
-        # with the version, for the patches loaded from the log).
-        self.recent_views: deque[PatchView] = deque(
-            (PatchView(p.frame(), p.views) for p in loaded.recent),
-            maxlen=self.limits.recent_patches_in_memory,
+        # The committed patches a resume or the history may ask for, each
+        # with how viewers see it (PatchView's fields; the views stored with
+        # the version, for the patches loaded from the log), pickled
+        # (core/recent.py: the collector's pauses).
+        self.recent: RecentPatches[RecentPatch] = RecentPatches(
+            self.limits.recent_patches_in_memory,
+            ((p.v, (p.frame(), p.views, {})) for p in loaded.recent),
         )
         # (user, id) -> (version, result, stored at): in version order, so
         # `commit` trims the window (count and age) off the front.
@@ -584,8 +587,7 @@ class RoomCore:
             return []
         self._batch = None
         for patch, view in batch.patches:
-            self.recent.append(patch)
-            self.recent_views.append(view)
+            self.recent.append(patch["v"], (patch, view.views, view.afford))
         minted = [RememberToken(key, token) for key, token in batch.tokens]
         for record in batch.records:
             for user, token_hash in record.token_set:
@@ -1015,25 +1017,24 @@ class RoomCore:
             return []
         if since < 0 or since > self.v or self.v - since > self.limits.max_resume_patches:
             return None
-        if self.recent and self.recent[0]["v"] <= since + 1:
-            start = since + 1 - self.recent[0]["v"]
-            patches = list(itertools.islice(self.recent, start, None))
-            if viewer is None or (viewer.sees_all and self.afford is None):
-                return patches
-            views = list(itertools.islice(self.recent_views, start, None))
-            if any(view.needs_snapshot(viewer) for view in views):
-                return None  # a version whose view of theirs was not rendered
-            out = [view.render(viewer) for view in views]
-            if self.afford is not None and out and not self._kept_since(viewer, since):
-                # Patches from the log carry no affordance ops, nor patches
-                # made while the viewer's class was not kept current (no
-                # session of it open): the last one sets what the viewer
-                # may do now, whole.
-                last = out[-1]
-                op = ["set", [AFFORDANCES], self.affordances_of(viewer)]
-                out[-1] = {**last, "ops": [*last["ops"], op]}
-            return out
-        return None
+        kept = self.recent.after(since)
+        if kept is None:
+            return None
+        if viewer is None or (viewer.sees_all and self.afford is None):
+            return [patch for patch, _, _ in kept]
+        views = [PatchView(*parts) for parts in kept]
+        if any(view.needs_snapshot(viewer) for view in views):
+            return None  # a version whose view of theirs was not rendered
+        out = [view.render(viewer) for view in views]
+        if self.afford is not None and out and not self._kept_since(viewer, since):
+            # Patches from the log carry no affordance ops, nor patches
+            # made while the viewer's class was not kept current (no
+            # session of it open): the last one sets what the viewer
+            # may do now, whole.
+            last = out[-1]
+            op = ["set", [AFFORDANCES], self.affordances_of(viewer)]
+            out[-1] = {**last, "ops": [*last["ops"], op]}
+        return out
 
     def _kept_since(self, viewer: rules.Viewer, since: int) -> bool:
         """Whether every patch after `since` carries the ops on `viewer`'s
@@ -1052,11 +1053,12 @@ class RoomCore:
         a client's log shows. A viewer who does not see everything gets
         each patch's events as they may see them (as `patches_after` does)."""
         out: list[dict[str, Any]] = []
-        for patch, view in zip(reversed(self.recent), reversed(self.recent_views), strict=True):
+        for parts in self.recent.newest_first():
             if len(out) >= limit:
                 break
+            patch = parts[0]
             if viewer is not None and not viewer.sees_all:
-                patch = view.render(viewer)
+                patch = PatchView(*parts).render(viewer)
             if patch["events"]:
                 out.append({"v": patch["v"], "by": patch["by"], "events": patch["events"]})
         out.reverse()
