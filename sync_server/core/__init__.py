@@ -2,6 +2,7 @@
 no websockets, no socket (tests/test_layering.py checks it).
 
   room       a room's state machine: evaluate, commit, rollback, dedup
+  recent     a room's recent patches in memory (pickled: the collector's passes)
   session    a session's frame handling and hello checks
   auth       tokens: generation, hashes, comparison, the admin token
   ratelimit  the token bucket (the time is passed in)
