@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import pickle
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -31,14 +31,14 @@ PICKLE_PROTOCOL = 4
 
 
 class RecentPatches(Generic[T]):
-    """The last `maxlen` versions' items (a room's `PatchView`s), in
-    version order without gaps, pickled on the way in: what goes in is a
+    """The last `maxlen` versions' items (a room's `PatchView`s' fields), in
+    version order without holes, pickled on the way in: what goes in is a
     copy, so a later change to the object is not seen here."""
 
-    def __init__(self, maxlen: int, items: Iterator[tuple[int, T]] | None = None) -> None:
+    def __init__(self, maxlen: int, items: Iterable[tuple[int, T]] = ()) -> None:
         self._blobs: deque[bytes] = deque(maxlen=maxlen)
         self.last_v = 0  # the version of the newest item (0: none yet)
-        for v, item in items or ():
+        for v, item in items:
             self.append(v, item)
 
     def __len__(self) -> int:
@@ -51,9 +51,11 @@ class RecentPatches(Generic[T]):
 
     def append(self, v: int, item: T) -> None:
         if self._blobs and v != self.last_v + 1:
-            # The versions are consecutive (`after` counts on it): a gap
-            # means the room lost a version, which must not go unseen.
-            raise ValueError(f"version {v} after {self.last_v}: the recent patches have a gap")
+            # Only consecutive versions are held (`after` counts them): past
+            # a hole (a log loaded with versions missing before its
+            # snapshot), what is older is forgotten, and a resume from
+            # before the hole gets a snapshot instead.
+            self._blobs.clear()
         self._blobs.append(pickle.dumps(item, PICKLE_PROTOCOL))
         self.last_v = v
 

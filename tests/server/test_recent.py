@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import gc
 
-import pytest
-
 from sync_server.core.recent import RecentPatches
 
 
 def test_after_gives_the_versions_after_since_while_memory_holds_the_next_one() -> None:
-    recent: RecentPatches[dict] = RecentPatches(3, iter([(5, {"v": 5}), (6, {"v": 6})]))
+    recent: RecentPatches[dict] = RecentPatches(3, [(5, {"v": 5}), (6, {"v": 6})])
     for v in (7, 8):
         recent.append(v, {"v": v})
     assert (len(recent), recent.first_v, recent.last_v) == (3, 6, 8)  # 5 fell off the front
@@ -33,12 +31,13 @@ def test_what_goes_in_is_a_copy_read_back_whole() -> None:
     assert recent.after(0) == [({"v": 1, "ops": [["set", ["name"], "A"]]}, None, afford)]
 
 
-def test_a_gap_in_the_versions_is_refused() -> None:
-    recent: RecentPatches[dict] = RecentPatches(4)
-    recent.append(1, {})
-    with pytest.raises(ValueError, match="gap"):
-        recent.append(3, {})
-    assert recent.last_v == 1 and len(recent) == 1
+def test_past_a_hole_in_the_versions_only_what_follows_it_is_held() -> None:
+    """A log loaded with a version missing before its snapshot: a resume
+    from before the hole must get a snapshot, never patches that skip one."""
+    recent: RecentPatches[dict] = RecentPatches(4, [(1, {"v": 1}), (2, {"v": 2})])
+    recent.append(4, {"v": 4})
+    assert (len(recent), recent.first_v, recent.last_v) == (1, 4, 4)
+    assert recent.after(1) is None and recent.after(3) == [{"v": 4}]
 
 
 def test_the_collector_walks_none_of_the_patches_held() -> None:
