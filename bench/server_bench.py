@@ -425,7 +425,7 @@ ROWS = {
     "cmds_per_s": ("commands/s", ">= 0.6x"),
     "p50_ms": ("p50 ms", ""),
     "p99_ms": ("p99 ms", "<= 2x"),
-    # The collector's pauses (tens of ms every few seconds under this load,
+    # The collector's young passes (9-14 ms every ~10 s under this load,
     # docs/performance.md) land here first; a run shorter than their
     # interval may see none.
     "p999_ms": ("p99.9 ms", ""),

@@ -6,10 +6,10 @@ Why blobs and not the patches' dicts and lists: a room keeps hundreds of
 them (RECENT_PATCHES_IN_MEMORY), each a dozen containers (the ops are lists
 of lists), and every container is one more object the cyclic garbage
 collector walks at each of its passes. Under load (docs/performance.md:
-20 busy rooms) that was ~200,000 objects in the young generation, a 50-80
-ms pause every few seconds and ~10% of the server's CPU per command;
-with blobs (bytes are not tracked by the collector) the server keeps one
-untracked object per version. Pickling costs ~3 us per version, once, at
+20 busy rooms) that was ~200,000 objects in the young generation and a
+50-77 ms pause every 7-15 s, every room of the process stalled; with blobs
+(bytes are not tracked by the collector) the passes take 9-14 ms, and the
+CPU per command measured the same. Pickling costs ~3 us per version, once, at
 commit; unpickling only happens when a client resumes or asks for the
 history, a few times per session. The blobs never leave the process and
 only ever hold what the room made itself, so pickle's trust model holds.

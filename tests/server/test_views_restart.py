@@ -77,8 +77,9 @@ def in_any_order(patch: dict[str, Any]) -> dict[str, Any]:
     """A patch's room ops sorted by path. A view's ops are a diff, so they
     touch disjoint paths and their order says nothing (applying them in any
     order gives the same view: `check_resumes` checks that too); an import
-    works a version's views out again from states whose characters come in
-    the document's order, and may list the same ops in another order."""
+    works a version's views out again from past states it rebuilds with
+    the log's inverse ops (`backfill_views`), where a character put back
+    comes last in the dict, so it may list the same ops in another order."""
     p = room_ops(patch)
     return {**p, "ops": sorted(p["ops"], key=lambda op: repr(op[1]))}
 
