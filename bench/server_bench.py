@@ -361,16 +361,36 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
+# A `gc.callbacks` probe the server imports at start-up (its sitecustomize):
+# the collector's passes, which stall every room of the process.
+GC_PROBE = os.path.join(HERE, "gc_probe")
+
+
+def longest_gc_pass(log: str, began: float, ended: float) -> float:
+    """The longest pass of the collector (seconds) while the load ran, from
+    the probe's log (none: 0; the relay's, and passes at start-up and
+    shutdown, are not counted)."""
+    try:
+        with open(log) as f:
+            rows = [line.split() for line in f]
+    except FileNotFoundError:
+        return 0.0
+    return max((float(took) for at, _, took in rows if began <= float(at) <= ended), default=0.0)
+
+
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
     tree = os.path.dirname(HERE)
+    path = [os.environ.get("PYTHONPATH")]
     if kind != "relay":  # or another tree's code (--base), for A/B in one run
         tree = ns.trees.get(kind, tree)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
+        path = [tree, GC_PROBE, *path]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, path))
     if kind == "no-affordances":  # the same server, views without what each may do
         env["VTT_SYNC_AFFORDANCES"] = "false"
     with tempfile.TemporaryDirectory() as data:
         log = os.path.join(data, "server.log")
+        env["VTT_BENCH_GC_LOG"] = gc_log = os.path.join(data, "gc.log")
         if kind == "relay":
             args = ["-m", "bench.relay", "--port", "0"]
         else:
@@ -413,7 +433,9 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
-            return asyncio.run(drive(url, tokens, ns.seconds, kind == "relay", proc.pid, ns.rate))
+            began = time.time()
+            out = asyncio.run(drive(url, tokens, ns.seconds, kind == "relay", proc.pid, ns.rate))
+            return {**out, "gc_max_ms": longest_gc_pass(gc_log, began, time.time()) * 1e3}
         finally:
             proc.terminate()
             proc.wait(10)
@@ -429,6 +451,7 @@ ROWS = {
     # docs/performance.md) land here first; a run shorter than their
     # interval may see none.
     "p999_ms": ("p99.9 ms", ""),
+    "gc_max_ms": ("longest GC pass ms", ""),
     "cpu_us_per_cmd": ("server CPU us/cmd", "<= 3x"),
     "system_us_per_cmd": ("  of which kernel", ""),
     "storage_us_per_cmd": ("  other threads", ""),
