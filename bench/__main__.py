@@ -1,7 +1,7 @@
 """Every benchmark, one after the other (scripts, not tests; loopback only):
 
     python -m bench            # rules engine, server load vs relay, memory/start-up,
-                               # storage (SQLite vs PostgreSQL)
+                               # storage (SQLite vs PostgreSQL), the durable write's floor
 
 Each also runs alone: python -m bench.rules_bench, python -m bench.server_bench,
 python -m bench.memory_bench (see docs/performance.md), python -m
@@ -19,6 +19,7 @@ MODULES = (
     "bench.isolation_bench",
     "bench.memory_bench",
     "bench.storage_bench",
+    "bench.log_bench",
 )
 for module in MODULES:
     print(f"\n=== python -m {module}", flush=True)
