@@ -20,6 +20,7 @@ MODULES = (
     "bench.memory_bench",
     "bench.storage_bench",
     "bench.log_bench",
+    "bench.gil_bench",
 )
 for module in MODULES:
     print(f"\n=== python -m {module}", flush=True)
