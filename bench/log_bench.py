@@ -8,9 +8,10 @@ the server: per group of G versions (20 rooms in turn, as the bench's
 load spreads them),
 
 - `sqlite`: what `SqliteStorage` runs for a commit, with its schema
-  (`SCHEMA`), its pragmas (WAL, synchronous=FULL) and its statements: one
-  transaction, per version the head UPDATE and the INSERT of its columns
-  and blob (`_pack_version`, packed here too);
+  (`SCHEMA`), its pragmas (WAL, synchronous=FULL) and its very statements
+  (`move_head` and `write_version`, which `SqliteStorage.commit` calls):
+  one transaction, per version the head UPDATE and the INSERT of its
+  columns and blob;
 - `log`: the same blobs, length-prefixed, appended to one file with one
   `os.write` and one `os.fdatasync` per group (what a log needs to be as
   durable as synchronous=FULL; no index, no reader).
@@ -34,12 +35,14 @@ import time
 from collections.abc import Callable
 
 from bench.storage_bench import version
-from sync_server.storage.sqlite import SCHEMA, _pack, _pack_version
+from sync_server.storage.sqlite import SCHEMA, _pack, _pack_version, move_head, write_version
 
 ROOMS = 20  # server_bench's default load: the rooms a group's versions come from
 
 
 def run_sqlite(directory: str, versions: int, group: int) -> tuple[float, float]:
+    """CPU and wall seconds of `versions` commits to SQLite, `group` per
+    transaction, written by `SqliteStorage`'s own statements."""
     conn = sqlite3.connect(os.path.join(directory, "bench.sqlite3"), isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -54,23 +57,17 @@ def run_sqlite(directory: str, versions: int, group: int) -> tuple[float, float]
         for j in range(group):
             room = rooms[(g * group + j) % ROOMS]
             v = heads[room] + 1
-            r = version(room, v)
-            conn.execute("UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (v, room, v - 1))
-            conn.execute(
-                "INSERT INTO versions (room, v, cmd_id, user, undo, ts, result, rec)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (room, v, r.cmd_id, r.user, int(r.undoable), r.ts, _pack(r.result),
-                 _pack_version(r)),
-            )  # fmt: skip
+            move_head(conn, room, v - 1, v)
+            write_version(conn, room, version(room, v))
             heads[room] = v
         conn.execute("COMMIT")
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     conn.close()
-    n = versions // group * group
-    return cpu / n * 1e6, wall / n * 1e6
+    return cpu, wall
 
 
 def run_log(directory: str, versions: int, group: int) -> tuple[float, float]:
+    """The same versions' blobs appended to one file, one fdatasync per group."""
     fd = os.open(os.path.join(directory, "bench.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     heads = [0] * ROOMS
     cpu, wall = time.process_time(), time.perf_counter()
@@ -87,9 +84,7 @@ def run_log(directory: str, versions: int, group: int) -> tuple[float, float]:
             os.fdatasync(fd)
     finally:
         os.close(fd)
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    n = versions // group * group
-    return cpu / n * 1e6, wall / n * 1e6
+    return time.process_time() - cpu, time.perf_counter() - wall
 
 
 def main() -> None:
@@ -110,7 +105,9 @@ def main() -> None:
         for _ in range(ns.runs):
             for kind, fn in kinds.items():
                 with tempfile.TemporaryDirectory(dir=ns.dir) as d:
-                    found[kind].append(fn(d, ns.versions, group))
+                    cpu, wall = fn(d, ns.versions, group)
+                n = ns.versions // group * group  # versions written
+                found[kind].append((cpu / n * 1e6, wall / n * 1e6))
         med = {
             k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
             for k, v in found.items()

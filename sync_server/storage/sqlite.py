@@ -280,6 +280,44 @@ def _pack_version(r: VersionRecord) -> bytes:
     return _pack_fields(r.op, r.args, r.ops, r.inverse, r.events, r.undoable, r.undoes, r.views)
 
 
+# A version's row (VERSIONS_TABLE), as a commit and an import write it.
+INSERT_VERSION = (
+    "INSERT INTO versions (room, v, cmd_id, user, undo, ts, result, rec)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _version_row(room: str, r: VersionRecord, undo: bool) -> tuple[Any, ...]:
+    """`INSERT_VERSION`'s parameters for `r` (`undo`: still a target of undo)."""
+    return (room, r.v, r.cmd_id, r.user, int(undo), r.ts, _pack(r.result), _pack_version(r))
+
+
+def move_head(conn: sqlite3.Connection, room: str, expected: int, head: int) -> None:
+    """A commit's first statement: the room's head from `expected` to `head`,
+    or VersionConflict when another writer moved it meanwhile."""
+    moved = conn.execute(
+        "UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (head, room, expected)
+    ).rowcount
+    if moved != 1:
+        raise VersionConflict(f"room {room!r} is no longer at version {expected}: another writer")
+
+
+def write_version(conn: sqlite3.Connection, room: str, r: VersionRecord) -> None:
+    """What a commit writes for one version: its row, the version it undoes
+    marked undone, its token hashes set and removed. (Also what
+    bench/log_bench.py measures, so the two cannot drift apart.)"""
+    conn.execute(INSERT_VERSION, _version_row(room, r, r.undoable))
+    if r.undoes is not None:
+        conn.execute("UPDATE versions SET undo = 0 WHERE room = ? AND v = ?", (room, r.undoes))
+    for user in r.token_del:
+        conn.execute("DELETE FROM users WHERE room = ? AND user = ?", (room, user))
+    for user, token_hash in r.token_set:
+        conn.execute(
+            "INSERT OR REPLACE INTO users (room, user, token_hash) VALUES (?, ?, ?)",
+            (room, user, token_hash),
+        )
+
+
 def _version(
     room: str, v: int, cmd_id: str | None, user: str, ts: float, result: bytes, rec: bytes
 ) -> VersionRecord:
@@ -726,31 +764,9 @@ class SqliteStorage:
         def w(conn: sqlite3.Connection) -> None:
             if self.fence is not None:  # workers mode: the room's lease, same transaction
                 self.fence(conn, room)
-            moved = conn.execute(
-                "UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (head, room, expected)
-            ).rowcount
-            if moved != 1:
-                raise VersionConflict(
-                    f"room {room!r} is no longer at version {expected}: another writer"
-                )
+            move_head(conn, room, expected, head)
             for r in records:
-                conn.execute(
-                    "INSERT INTO versions (room, v, cmd_id, user, undo, ts, result, rec)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (room, r.v, r.cmd_id, r.user, int(r.undoable), r.ts, _pack(r.result),
-                     _pack_version(r)),
-                )  # fmt: skip
-                if r.undoes is not None:
-                    conn.execute(
-                        "UPDATE versions SET undo = 0 WHERE room = ? AND v = ?", (room, r.undoes)
-                    )
-                for user in r.token_del:
-                    conn.execute("DELETE FROM users WHERE room = ? AND user = ?", (room, user))
-                for user, token_hash in r.token_set:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO users (room, user, token_hash) VALUES (?, ?, ?)",
-                        (room, user, token_hash),
-                    )
+                write_version(conn, room, r)
             if snapshot is not None:
                 sv, state = snapshot
                 conn.execute(
@@ -878,14 +894,12 @@ class SqliteStorage:
                 (room, dump.snapshot_v, _pack(dump.snapshot)),
             )
             conn.executemany(
-                "INSERT INTO versions (room, v, cmd_id, user, undo, ts, result, rec)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                INSERT_VERSION,
                 [
-                    (room, r.v, r.cmd_id, r.user, int(r.undoable and r.v not in dump.undone),
-                     r.ts, _pack(r.result), _pack_version(r))
+                    _version_row(room, r, r.undoable and r.v not in dump.undone)
                     for r in dump.versions
                 ],
-            )  # fmt: skip
+            )
             self._admin(conn, admin)
 
         await self._submit(w, write=True)
