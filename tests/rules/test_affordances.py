@@ -226,7 +226,10 @@ def sends(op: str, entry: dict[str, Any], room, seen: list[str]):
             yield {**base, "kind": "short"}, False, why
             return
         if op in ("combat_start", "set_order"):
-            yield {**base, "order": seen[:1] or ["c9"]}, False, why
+            # A living one: D6 (`dead`) is checked before the op's own reason.
+            alive = [c for c in seen if room.characters[c].condition != "dead"]
+            if alive:
+                yield {**base, "order": alive[:1]}, False, why
             return
         if op == "roll_initiative" and why["key"].endswith("_nobody"):
             return
