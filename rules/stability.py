@@ -7,12 +7,11 @@ from __future__ import annotations
 from rules.conditions import become
 from rules.context import Ctx
 from rules.errors import RuleBroken
-from rules.model import HOUR, Character
+from rules.model import STABILITY_CHECKS, Character, next_stability_check
 from rules.op import OWNER_OR_GM, UNTEND, Args, Check, Doc, Facts, Op, Subject, edit
 from rules.rest import recover
 from rules.validate import ID, Arg
 
-STABILITY_CHECKS = 8  # L1/L2: +1 h ... +8 h
 WAKE_AT = 20  # L1: total >= 20 regains 1 PV
 DIE_BELOW = 10  # L1: total < 10 dies
 HEALER_DC = 15  # L4
@@ -20,12 +19,10 @@ HEALER_BONUS = 2  # L4
 
 
 def next_check(c: Character) -> int | None:
-    """World second of the next hourly check, or None."""
-    if c.condition != "stable" or c.stable_since is None:
-        return None
-    if c.stability_checks >= STABILITY_CHECKS:
-        return None
-    return c.stable_since + HOUR * (c.stability_checks + 1)
+    """World second of the next hourly check (L1: the schedule is
+    `rules.model.next_stability_check`, which the dict form shows too), or None."""
+    found = next_stability_check(c.condition, c.stable_since, c.stability_checks)
+    return None if found is None else found[0]
 
 
 def stability_check(ctx: Ctx, c: Character) -> None:
