@@ -168,7 +168,7 @@ class _Offer:
         if stray:
             raise ValueError(f"{op.name}: its offer lists no values of {sorted(stray)}")
         if any(c.of is None for c in op.checks if c.alone):
-            raise ValueError(f"{op.name}: an `alone` check is of an argument")
+            raise ValueError(f"{op.name}: an `alone` check must be of an argument (`of`)")
         self.char_values = self.choose in op.chars
         self.user_values = self.choose in op.users
         kind = op.args[self.choose].check if self.choose is not None else None

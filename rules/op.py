@@ -1,20 +1,20 @@
 """An op, declared once.
 
-Like a boardgame.io game's `moves` (src/core/game.ts, `ProcessGameConfig`:
-each move is declared once, in long form with its options, and the
+Like a boardgame.io game's `moves` (src/types.ts, `LongFormMove`: a move
+declared once with its options; src/core/game.ts, `ProcessGameConfig`: the
 framework reads that one declaration), each rules module declares the ops it
-handles as `Op` values, next to the rules they apply:
+handles as `Op` values, next to the rules they apply (stabilizing.py):
 
     Op(
         "stabilize",
-        args={"char": Arg(ID)},                 # the spec: what it accepts
-        role=OWNER_OR_GM,                       # who may send it
-        apply=lambda ctx, a: stabilize(ctx, edit(ctx, a)),   # what it changes
-        checks=(Check(check_stabilize),),       # what must hold first
-        offer=Subject(cost=...),                # what the affordances say
-        events=("pp", "condition"),             # the kinds it may emit
-        doc=Doc(summary=..., ...),              # what it means, in words
-        chars=("char",),
+        {"char": Arg(ID)},                            # the spec: what it accepts
+        OWNER_OR_GM,                                  # who may send it
+        lambda ctx, a: stabilize(ctx, edit(ctx, a)),  # what it changes
+        Subject(cost=lambda c: {"pp": stabilize_cost(c)}),  # what the affordances say
+        Doc(summary=..., changes=..., ...),           # what it means, in words
+        events=("pp", "condition"),                   # the kinds it may emit
+        checks=(Check(lambda at, a: check_stabilize(at.char(a))),),  # what must hold first
+        chars=("char",),                              # the arguments naming characters
     )
 
 and everything else is built from those declarations: the op table `apply`
