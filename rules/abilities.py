@@ -1,10 +1,13 @@
-"""Temporary ability damage (A1-A3)."""
+"""Temporary ability damage (A1-A3); the ops `ability_damage` and
+`ability_restore` (`OPS`)."""
 
 from __future__ import annotations
 
 from rules.conditions import become
 from rules.context import Ctx
 from rules.model import Character
+from rules.op import Doc, G, Op, Subject, edit
+from rules.validate import ABILITY, AMOUNT, ID, Arg
 
 
 def ability_damage(ctx: Ctx, c: Character, ability: str, amount: int) -> None:
@@ -37,3 +40,49 @@ def ability_restore(ctx: Ctx, c: Character, ability: str, amount: int) -> None:
         damage=c.ability_damage[ability],
         mod=c.mod(ability),
     )
+
+
+OPS = (
+    Op(
+        "ability_damage",
+        {"char": Arg(ID), "ability": Arg(ABILITY), "amount": Arg(AMOUNT)},
+        G,
+        lambda ctx, a: ability_damage(ctx, edit(ctx, a), a["ability"], a["amount"]),
+        Subject(),
+        Doc(
+            summary="temporary damage to an ability",
+            changes="The ability's damage grows (never above the score); Con damage lowers"
+            " pe_max (PE capped to it) and kills when it equals the score.",
+            meaning={
+                "char": "the character",
+                "ability": "str, dex, con, int, wis or cha",
+                "amount": "points of damage",
+            },
+            example={"char": "c1", "ability": "con", "amount": 2},
+            rules="A1, A2",
+        ),
+        events=("ability", "condition"),
+        chars=("char",),
+    ),
+    Op(
+        "ability_restore",
+        {"char": Arg(ID), "ability": Arg(ABILITY), "amount": Arg(AMOUNT)},
+        G,
+        lambda ctx, a: ability_restore(ctx, edit(ctx, a), a["ability"], a["amount"]),
+        Subject(),
+        Doc(
+            summary="restore points of ability damage",
+            changes="The ability's damage shrinks (never below 0); a regained Con modifier"
+            " raises pe_max, PE unchanged.",
+            meaning={
+                "char": "the character",
+                "ability": "str, dex, con, int, wis or cha",
+                "amount": "points restored",
+            },
+            example={"char": "c1", "ability": "con", "amount": 2},
+            rules="A3",
+        ),
+        events=("ability",),
+        chars=("char",),
+    ),
+)

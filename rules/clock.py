@@ -1,4 +1,5 @@
-"""Time and turns (T1, T2): the combat tracker and the world clock.
+"""Time and turns (T1, T2): the combat tracker and the world clock; the ops
+`combat_start`, `combat_end` and `end_turn` (`OPS`).
 
 `advance` is a discrete-event scheduler: it asks each character for the
 instant of its next timed rule (`TIMERS`), fires them in chronological order
@@ -30,10 +31,13 @@ from collections.abc import Callable
 from rules.conditions import lose_pp
 from rules.context import Actor, Ctx
 from rules.errors import Conflict, RuleBroken
+from rules.events import TIMED_EVENTS
 from rules.model import Character, Combat, Room
+from rules.op import OWNER_OR_GM, Args, Check, Doc, Facts, G, Op, Subject, WholeRoom
 from rules.rest import complete_rest, end_rest
 from rules.stability import next_check, stability_check
 from rules.stabilizing import reset_allowance
+from rules.validate import ID, ORDER, ROUND, Arg, optional
 
 
 def dying_rounds(room: Room, c: Character, until: int) -> int:
@@ -159,16 +163,17 @@ def check_may_join(c: Character) -> None:
         )
 
 
-def check_combat_start(room: Room, order: list[str]) -> None:
-    check_no_combat(room)
-    check_order(order)
-    for cid in order:
-        check_may_join(room.characters[cid])
+def check_combatants(at: Facts, a: Args) -> None:
+    """T1, D6: each combatant once, and alive."""
+    check_order(a["order"])
+    for cid in a["order"]:
+        check_may_join(at.room.characters[cid])
 
 
 def combat_start(ctx: Ctx, order: list[str]) -> None:
+    """T1: a combat in `order` (combat_start's checks passed: no combat
+    running, each combatant once and alive)."""
     room = ctx.room
-    check_combat_start(room, order)
     room.combat = Combat(list(order), 0, 1)
     room.initiative = {}
     for cid in order:
@@ -187,8 +192,8 @@ def check_combat(room: Room, message: str = "no combat is running") -> None:
 
 
 def combat_end(ctx: Ctx) -> None:
+    """T1, D5: no combat (the op's check passed: one was running)."""
     room = ctx.room
-    check_combat(room)
     assert room.combat is not None
     order = room.combat.order
     room.combat = None
@@ -221,9 +226,9 @@ def check_end_turn(room: Room, actor: Actor, cid: str, round_: int | None) -> No
         )
 
 
-def end_turn(ctx: Ctx, cid: str, round_: int | None) -> None:
-    """T1: the current combatant's end-of-turn rules, then the next turn."""
-    check_end_turn(ctx.room, ctx.actor, cid, round_)
+def end_turn(ctx: Ctx, cid: str) -> None:
+    """T1: the current combatant's end-of-turn rules, then the next turn
+    (the op's check passed: `check_end_turn`)."""
     c = ctx.edit(cid)
     if c.condition == "dying":
         if c.dying_fresh:
@@ -308,3 +313,76 @@ def leave_combat(ctx: Ctx, cid: str) -> None:
         combat.turn -= 1
     elif idx == combat.turn:
         give_turn(ctx, idx, passed=None)  # past the end, the round ends
+
+
+OPS = (
+    Op(
+        "combat_start",
+        {"order": Arg(ORDER)},
+        G,
+        lambda ctx, a: combat_start(ctx, a["order"]),
+        WholeRoom(choose="order"),
+        Doc(
+            summary="start a combat in the given order",
+            changes="A combat: round 1, the first character's turn (T1). Rests of the combatants"
+            " end (R4).",
+            meaning={"order": "the combatants' ids, in turn order"},
+            example={"order": ["c2", "c1", "c3"]},
+            errors=(
+                ("rule", "a combat is running already"),
+                ("rule", "a character appears twice, or is dead (D6)"),
+            ),
+            rules="T1",
+        ),
+        events=("rest", "combat", "turn"),
+        checks=(
+            Check(lambda at, a: check_no_combat(at.room)),
+            Check(check_combatants, of="order"),
+        ),
+        chars=("order",),
+    ),
+    Op(
+        "combat_end",
+        {},
+        G,
+        lambda ctx, a: combat_end(ctx),
+        WholeRoom(),
+        Doc(
+            summary="end the combat",
+            changes="No combat. A dying combatant now loses PP by world time (D5).",
+            meaning={},
+            example={},
+            errors=(("rule", "no combat is running"),),
+            rules="T1, D5",
+        ),
+        events=("combat",),
+        checks=(Check(lambda at, a: check_combat(at.room)),),
+    ),
+    Op(
+        "end_turn",
+        {"char": Arg(ID), "round": optional(ROUND)},
+        OWNER_OR_GM,
+        lambda ctx, a: end_turn(ctx, a["char"]),
+        Subject(reads="combat"),
+        Doc(
+            summary="end the current character's turn",
+            changes="The end-of-turn rules of the current character (a dying one loses 1 PP, D5;"
+            " its S3/S4 allowance resets), then the next turn, passing over dead combatants"
+            " unless the room's `skip_dead` is off (T3); after the last combatant a new round"
+            " starts and the clock advances by `round_seconds` (T2).",
+            meaning={
+                "char": "the character whose turn it is",
+                "round": "the current round; a stale one is refused, so two clicks end one turn",
+            },
+            example={"char": "c2", "round": 1},
+            errors=(
+                ("conflict", "no combat, or that turn is over (another character, another round)"),
+            ),
+            rules="T1, T2, T3, D5",
+        ),
+        events=("pp", "condition", "turn", "clock", *TIMED_EVENTS),
+        checks=(Check(lambda at, a: check_end_turn(at.room, at.actor, a["char"], a["round"])),),
+        chars=("char",),
+        on_dead=True,
+    ),
+)

@@ -1,10 +1,11 @@
 """The model: a room's state as attrs classes, and its plain-dict form.
 
-The dict form (`to_dict` / `from_dict`) is exactly PROTOCOL.md's State
+The dict form (`to_dict` / `from_dict`) is exactly docs/protocol.md's State
 section plus the few fields the rules must remember (marked "memory" below):
 the server diffs it, stores it and sends it, and clients mirror it. Derived
-values (`mods`, the effective `pe_max`) are written into the dict so that
-every client shows the same numbers, and are recomputed, never read, by
+values (`mods`, the effective `pe_max`, `next_check`: when L1's next check
+falls) are written into the dict so that every client shows the same
+numbers and none works a rule out again, and are recomputed, never read, by
 `from_dict`.
 """
 
@@ -24,7 +25,8 @@ SHOWN = ("full", "status", "hidden")
 REST_KINDS = ("short", "night", "bed")
 
 HOUR = 3600
-DEFAULT_ROUND_SECONDS = 6  # RULES.md: a round lasts 6 s of world time by default
+DEFAULT_ROUND_SECONDS = 6  # docs/rules.md: a round lasts 6 s of world time by default
+STABILITY_CHECKS = 8  # L1/L2: a stable character's checks at +1 h ... +8 h
 
 # From this many characters up, `Room.to_dict(since=..., touched=...)` copies
 # the old characters map and redoes only the touched ones, instead of
@@ -44,6 +46,17 @@ def default_shown(owner_role: str | None) -> str:
 def ability_mod(score: int, damage: int) -> int:
     """A1: (score - 10) // 2 - damage // 2."""
     return (score - 10) // 2 - damage // 2
+
+
+def next_stability_check(
+    condition: str, stable_since: int | None, checks: int
+) -> tuple[int, int] | None:
+    """L1: the next hourly Constitution check of a character (its condition,
+    when it became stable, the checks it made since) as (its world second,
+    its 1-based number), or None: not stable, or its STABILITY_CHECKS made."""
+    if condition != "stable" or stable_since is None or checks >= STABILITY_CHECKS:
+        return None
+    return stable_since + HOUR * (checks + 1), checks + 1
 
 
 @attrs.frozen
@@ -108,6 +121,16 @@ class Character:
         """A2: the sheet's pe_max less `level` per point of Con modifier lost."""
         return max(0, self.pe_max_base - self.level * self.con_mod_lost)
 
+    def next_check_dict(self) -> dict[str, int] | None:
+        """The dict form's `next_check`: L1's next check, derived (so that no
+        client works the schedule out again), or None."""
+        if self.condition != "stable":  # most characters: no call
+            return None
+        found = next_stability_check(self.condition, self.stable_since, self.stability_checks)
+        if found is None:
+            return None
+        return {"at": found[0], "n": found[1], "of": STABILITY_CHECKS}
+
     def copy(self) -> Character:
         """A copy the engine may change (`Ctx.edit`). Built from the field
         list rather than `attrs.evolve`, which introspects the class on every
@@ -140,6 +163,7 @@ class Character:
             "nonlethal": self.nonlethal,
             "stable_since": self.stable_since,
             "stability_checks": self.stability_checks,
+            "next_check": self.next_check_dict(),
             "healer": self.healer,
             "activity": None if self.activity is None else self.activity.to_dict(),
             "regained_this_turn": self.regained_this_turn,

@@ -1,21 +1,21 @@
-"""Rest and recovery (R1-R5), and the recovery shared with L2."""
+"""Rest and recovery (R1-R5), and the recovery shared with L2; the ops
+`rest` and `stop_rest` (`OPS`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from rules.context import Ctx
 from rules.errors import RuleBroken
-from rules.model import ABILITIES, HOUR, Activity, Character, Room
+from rules.model import ABILITIES, HOUR, Activity, Character
+from rules.op import OWNER_OR_GM, Args, Check, Doc, Facts, Op, Subject, edit
+from rules.validate import ID, REST, Arg
 
 # R1-R3: how long each rest lasts, in world seconds.
 REST_SECONDS = {"short": 10 * 60, "night": 8 * HOUR, "bed": 24 * HOUR}
 
 
-def check_rest(room: Room, c: Character, kind: str, healers: Collection[str] | None = None) -> None:
-    """R1-R4: who may start a rest of `kind` now. `healers`: the ids of the
-    characters tending someone, when the caller keeps them (the affordances
-    ask for every character: one set instead of a scan each)."""
+def check_may_rest(at: Facts, a: Args) -> None:
+    """R1-R4: who may start a rest now, of whatever kind."""
+    c = at.char(a)
     if c.condition != "conscious":
         raise RuleBroken(
             f"{c.name} is {c.condition}: only a conscious character can rest",
@@ -23,7 +23,7 @@ def check_rest(room: Room, c: Character, kind: str, healers: Collection[str] | N
             char=c.id,
             condition=c.condition,
         )
-    if room.in_combat(c.id):
+    if at.room.in_combat(c.id):
         raise RuleBroken(
             f"{c.name} is in a running combat and cannot rest (R4)", "rest_in_combat", char=c.id
         )
@@ -34,24 +34,24 @@ def check_rest(room: Room, c: Character, kind: str, healers: Collection[str] | N
             char=c.id,
             rest=c.activity.kind,
         )
-    tending = (
-        c.id in healers
-        if healers is not None
-        else any(p.healer == c.id for p in room.characters.values())
-    )
-    if tending:
+    if at.tends(c.id):
         raise RuleBroken(
             f"{c.name} is tending a patient and cannot rest (L4)", "rest_tending", char=c.id
         )
-    if kind == "short" and c.pp < 1:
+
+
+def check_rest_kind(at: Facts, a: Args) -> None:
+    """R1: a short rest costs a PP."""
+    c = at.char(a)
+    if a["kind"] == "short" and c.pp < 1:
         raise RuleBroken(
             f"{c.name} has no PP left for a short rest (R1)", "rest_short_no_pp", char=c.id
         )
 
 
 def start_rest(ctx: Ctx, c: Character, kind: str) -> None:
+    """The rest's `activity` (the op's checks passed)."""
     room = ctx.room
-    check_rest(room, c, kind)
     c.activity = Activity(kind, room.clock + REST_SECONDS[kind])
     ctx.emit("rest", char=c.id, rest=kind, outcome="started", ends=c.activity.ends)
 
@@ -110,3 +110,50 @@ def recover(ctx: Ctx, c: Character, *, pv: int, pp_full: bool, abilities: int, c
         pp=c.pp - before[2],
         abilities=abilities,
     )
+
+
+OPS = (
+    Op(
+        "rest",
+        {"char": Arg(ID), "kind": Arg(REST)},
+        OWNER_OR_GM,
+        lambda ctx, a: start_rest(ctx, edit(ctx, a), a["kind"]),
+        Subject(choose="kind", reads="rest"),
+        Doc(
+            summary="start a short rest (10 min), a night (8 h) or bed rest (24 h)",
+            changes="The character's `activity`; the benefits apply when the clock reaches its"
+            " end (R1-R3); damage, combat or falling unconscious interrupt it (R4).",
+            meaning={"char": "the resting character", "kind": "short, night or bed"},
+            example={"char": "c1", "kind": "night"},
+            errors=(
+                (
+                    "rule",
+                    "not conscious; in a running combat; resting already; tending someone; "
+                    "a short rest with 0 PP",
+                ),
+            ),
+            rules="R1-R4",
+        ),
+        events=("rest",),
+        checks=(Check(check_may_rest), Check(check_rest_kind, of="kind")),
+        chars=("char",),
+    ),
+    Op(
+        "stop_rest",
+        {"char": Arg(ID)},
+        OWNER_OR_GM,
+        lambda ctx, a: end_rest(ctx, edit(ctx, a), "stopped"),
+        Subject(),
+        Doc(
+            summary="stop a rest early, without its benefit",
+            changes="The rest ends with no benefit.",
+            meaning={"char": "the resting character"},
+            example={"char": "c1"},
+            errors=(("rule", "the character is not resting"),),
+            rules="R4",
+        ),
+        events=("rest",),
+        checks=(Check(lambda at, a: check_stop_rest(at.char(a))),),
+        chars=("char",),
+    ),
+)

@@ -1,5 +1,8 @@
-"""The room's roster: characters, users, the room's settings and the dice
-queue. GM bookkeeping rather than game rules, but it keeps the invariants."""
+"""The room's roster: its characters, its settings and the dice queue (the
+users are rules/users.py). GM bookkeeping rather than game rules, but it
+keeps the invariants. The ops `update_room` (`ROOM_OPS`), `add_character`,
+`update_character`, `remove_character` (`CHARACTER_OPS`) and `queue_rolls`
+(`DICE_OPS`)."""
 
 from __future__ import annotations
 
@@ -8,11 +11,32 @@ from typing import Any
 from rules.clock import leave_combat
 from rules.conditions import become, stop_tending_by
 from rules.context import Ctx
-from rules.effects import EndSessions, IssueToken, RevokeToken
 from rules.errors import Conflict, InvalidArgs, NotFound, RuleBroken
+from rules.events import TIMED_EVENTS
 from rules.invariants import character_violations
-from rules.model import ABILITIES, Character, Room, User, default_shown
-from rules.validate import MAX_CHARACTERS, MAX_QUEUED_ROLLS, MAX_USERS
+from rules.model import ABILITIES, Character, Room, default_shown
+from rules.op import Args, Check, Doc, Facts, G, Op, Subject, WholeRoom, edit
+from rules.validate import (
+    ABILITY_SCORES,
+    BOOL,
+    CORRECTIONS,
+    ID,
+    LEVEL,
+    MAX_CHARACTERS,
+    MAX_QUEUED_ROLLS,
+    NAME,
+    OWNER,
+    PE,
+    PP,
+    PV,
+    PV_MAX,
+    ROLLS,
+    ROUND_SECONDS,
+    SHOWN,
+    SKILL,
+    Arg,
+    optional,
+)
 
 
 def _owner(ctx: Ctx, owner: str | None) -> str | None:
@@ -30,17 +54,6 @@ def room_has_space_for_a_character(room: Room, a: dict[str, Any]) -> None:
             f" hold ({MAX_CHARACTERS}); remove one before adding another",
             "room_full_characters",
             max=MAX_CHARACTERS,
-        )
-
-
-def room_has_space_for_a_user(room: Room, a: dict[str, Any]) -> None:
-    """Bounds (v1.1): at most MAX_USERS per room; `invalid_args` as above."""
-    if len(room.users) >= MAX_USERS:
-        raise InvalidArgs(
-            f"this room already has {len(room.users)} users, the most a room may have"
-            f" ({MAX_USERS}); remove one before adding another",
-            "room_full_users",
-            max=MAX_USERS,
         )
 
 
@@ -114,51 +127,6 @@ def remove_character(ctx: Ctx, c: Character) -> None:
     ctx.emit("character", char=c.id, change="removed", name=c.name)
 
 
-def add_user(ctx: Ctx, name: str, role: str) -> None:
-    room = ctx.room
-    uid = f"u{room.next_user}"
-    room.next_user += 1
-    ctx.edit_users()
-    room.users[uid] = User(name, role)
-    ctx.result["user"] = uid
-    ctx.effects.append(IssueToken(uid))
-    ctx.emit("user", user=uid, change="added", name=name, role=role)
-
-
-def _user(ctx: Ctx, uid: str) -> User:
-    try:
-        return ctx.room.users[uid]
-    except KeyError:
-        raise NotFound(f"no user {uid!r} in this room")
-
-
-def check_remove_user(room: Room, uid: str) -> None:
-    user = room.users[uid]
-    if user.role == "gm" and sum(u.role == "gm" for u in room.users.values()) == 1:
-        raise RuleBroken("the room's last GM cannot be removed", "last_gm", user=uid)
-
-
-def remove_user(ctx: Ctx, uid: str) -> None:
-    room = ctx.room
-    user = _user(ctx, uid)
-    check_remove_user(room, uid)
-    ctx.edit_users()
-    del room.users[uid]
-    for c in room.ordered():
-        if c.owner == uid:
-            ctx.edit(c.id).owner = None
-    ctx.result["user"] = uid
-    ctx.effects += [RevokeToken(uid), EndSessions(uid)]
-    ctx.emit("user", user=uid, change="removed", name=user.name)
-
-
-def rotate_token(ctx: Ctx, uid: str) -> None:
-    _user(ctx, uid)
-    ctx.result["user"] = uid
-    ctx.effects += [IssueToken(uid), EndSessions(uid)]
-    ctx.emit("user", user=uid, change="token_rotated")
-
-
 def check_update_room(a: dict[str, Any]) -> None:
     if all(a[k] is None for k in ROOM_SETTINGS):
         raise InvalidArgs(f"update_room: give one or more of {', '.join(ROOM_SETTINGS)}")
@@ -179,9 +147,11 @@ def update_room(ctx: Ctx, a: dict[str, Any]) -> None:
     ctx.emit("room", **{key: getattr(room, key) for key in ROOM_SETTINGS})
 
 
-def check_queue_space(room: Room, n: int = 1) -> None:
-    """X1: the queue holds at most MAX_QUEUED_ROLLS dice."""
-    queued = len(room.queued_rolls)
+def check_queue_space(at: Facts, a: Args) -> None:
+    """X1: the queue holds at most MAX_QUEUED_ROLLS dice (with `rolls` open:
+    room for one more)."""
+    queued = len(at.room.queued_rolls)
+    n = 1 if a["rolls"] is None else len(a["rolls"])
     if queued + n > MAX_QUEUED_ROLLS:
         raise RuleBroken(
             f"the dice queue holds at most {MAX_QUEUED_ROLLS} rolls ({queued} queued)",
@@ -192,8 +162,172 @@ def check_queue_space(room: Room, n: int = 1) -> None:
 
 
 def queue_rolls(ctx: Ctx, rolls: list[int]) -> None:
-    """X1: natural d20s that the next automated checks consume, in order."""
-    check_queue_space(ctx.room, len(rolls))
+    """X1: natural d20s that the next automated checks consume, in order
+    (the op's check passed: the queue has room for them)."""
     queue = ctx.room.queued_rolls
     queue.extend(rolls)
     ctx.emit("rolls_queued", rolls=list(rolls), queued=len(queue))
+
+
+ROOM_OPS = (
+    Op(
+        "update_room",
+        {
+            "name": optional(NAME),
+            "round_seconds": optional(ROUND_SECONDS),
+            "skip_dead": optional(BOOL),
+        },
+        G,
+        update_room,
+        WholeRoom(),
+        Doc(
+            summary="change the room's settings: its name, a round's length, passing over the dead",
+            changes="The room's `name`, `round_seconds` (world seconds per combat round: the"
+            " dying PP clock out of combat and the time a round adds to the clock) and"
+            " `skip_dead` (whether an end of turn passes over dead combatants, T3; from the next"
+            " end of turn).",
+            meaning={
+                "name": "the room's new name",
+                "round_seconds": "world seconds per combat round (default 6)",
+                "skip_dead": "pass over dead combatants' turns (default true); false: a dead "
+                "combatant's turn comes round and the GM ends it",
+            },
+            example={"name": "Thursday table", "round_seconds": 6},
+            errors=(("invalid_args", "none of `name`, `round_seconds`, `skip_dead` is given"),),
+            rules="T3",
+        ),
+        events=("room",),
+        check=check_update_room,
+    ),
+)
+
+CHARACTER_OPS = (
+    Op(
+        "add_character",
+        {
+            "name": Arg(NAME),
+            "level": Arg(LEVEL),
+            "pv_max": Arg(PV_MAX),
+            "pe_max": Arg(PE),
+            "pp_max": Arg(PP),
+            "abilities": Arg(ABILITY_SCORES),
+            "medicine": Arg(SKILL),
+            "owner": optional(OWNER),
+            "id": optional(ID),
+            "pv": optional(PV),
+            "pe": optional(PE),
+            "pp": optional(PP),
+            "shown": optional(SHOWN),
+        },
+        G,
+        add_character,
+        WholeRoom(),
+        Doc(
+            summary="add a character (its id is in the result)",
+            changes="A new character, conscious, its current PV, PE and PP at their maxima"
+            " unless given. Its id is `id`, else the next free `cN`.",
+            meaning={
+                "name": "the character's name",
+                "level": "its level (R2/R3 recover `level` PV)",
+                "pv_max": "hit points (PV) maximum",
+                "pe_max": "stamina (PE) maximum, before Con damage (A2)",
+                "pp_max": "perseverance (PP) maximum",
+                "abilities": "the six ability scores",
+                "medicine": "its Medicine bonus (first aid S1, tending L4)",
+                "owner": "the player (user id) who acts for it; absent or null: the GM",
+                "id": "the character's id (default: the next free c1, c2, ...)",
+                "pv": "current PV (default pv_max)",
+                "pe": "current PE (default the effective pe_max)",
+                "pp": "current PP (default pp_max)",
+                "shown": "what players and observers see of it: full, status (name, level, "
+                "condition; no numbers) or hidden; default full for a player's character, "
+                "status for the GM's or nobody's (docs/views.md)",
+            },
+            example={
+                "name": "Aline",
+                "level": 3,
+                "pv_max": 20,
+                "pe_max": 15,
+                "pp_max": 6,
+                "abilities": {"str": 10, "dex": 14, "con": 14, "int": 10, "wis": 12, "cha": 8},
+                "medicine": 5,
+                "owner": "u2",
+            },
+            errors=(
+                ("conflict", "a character with this `id` exists"),
+                (
+                    "rule",
+                    "the sheet breaks an invariant (a current value above its maximum, pv 0)",
+                ),
+            ),
+            result='{"char": "c5"}',
+        ),
+        events=("character",),
+        users=("owner",),
+        bounds=room_has_space_for_a_character,
+    ),
+    Op(
+        "update_character",
+        {"char": Arg(ID), "set": Arg(CORRECTIONS)},
+        G,
+        lambda ctx, a: update_character(ctx, edit(ctx, a), a["set"]),
+        Subject(),
+        Doc(
+            summary="correct a character's sheet (any field, condition included)",
+            changes="Sets the given fields. A change of condition runs that condition's entry"
+            " and exit actions (clocks, rests, tending). A result that breaks an invariant is"
+            " refused, never repaired. `shown` changes what players and observers see of it:"
+            " each of them gets a patch adding or removing what they may now see.",
+            meaning={
+                "char": "the character's id",
+                "set": "the fields to change and their new values",
+            },
+            example={"char": "c1", "set": {"pv": 12, "owner": "u3"}},
+            errors=(
+                ("rule", "the result breaks an invariant (pv above pv_max, dying with pv 1, ...)"),
+            ),
+        ),
+        events=("condition", "rest", "tend", "character"),
+        chars=("char",),
+        users=("set.owner",),
+        on_dead=True,
+    ),
+    Op(
+        "remove_character",
+        {"char": Arg(ID)},
+        G,
+        lambda ctx, a: remove_character(ctx, edit(ctx, a)),
+        Subject(),
+        Doc(
+            summary="remove a character",
+            changes="Removes the character; it stops tending, leaves the combat order (the turn"
+            " passes on if it was its turn; an empty order ends the combat).",
+            meaning={"char": "the character's id"},
+            example={"char": "c4"},
+        ),
+        events=("tend", "combat", "turn", "clock", *TIMED_EVENTS, "character"),
+        chars=("char",),
+        on_dead=True,
+    ),
+)
+
+DICE_OPS = (
+    Op(
+        "queue_rolls",
+        {"rolls": Arg(ROLLS)},
+        G,
+        lambda ctx, a: queue_rolls(ctx, a["rolls"]),
+        WholeRoom(),
+        Doc(
+            summary="queue physical d20s for the next automated checks",
+            changes="The dice queue: the next checks the server makes use these natural d20s,"
+            " in order, before its own dice.",
+            meaning={"rolls": "natural d20 results, in order"},
+            example={"rolls": [15, 4]},
+            errors=(("rule", "the queue would hold more than 100 rolls"),),
+            rules="X1",
+        ),
+        events=("rolls_queued",),
+        checks=(Check(check_queue_space),),
+    ),
+)

@@ -20,7 +20,15 @@ from typing import Any
 
 import attrs
 
-from rules.model import ABILITIES, CONDITIONS, REST_KINDS, ROLES, SHOWN, ability_mod
+from rules.model import (
+    ABILITIES,
+    CONDITIONS,
+    REST_KINDS,
+    ROLES,
+    SHOWN,
+    STABILITY_CHECKS,
+    ability_mod,
+)
 from rules.patch import FORBIDDEN_KEYS
 from rules.validate import (
     MAX_CHARACTERS,
@@ -199,6 +207,18 @@ SECOND = integer(0, MAX_WORLD_SECOND)
 
 ACTIVITY = Record({"kind": Leaf(choice(*REST_KINDS)), "ends": Leaf(SECOND)})
 
+# L1's next check (derived: `Character.next_check_dict`). Its shape is checked,
+# not its value: like `mods` it is recomputed, never read back, and an inverse
+# stored before the field existed (a room upgraded since, then undone or
+# exported) restores the fields it follows without it.
+NEXT_CHECK = Record(
+    {
+        "at": Leaf(SECOND),
+        "n": Leaf(integer(1, STABILITY_CHECKS)),
+        "of": Leaf(integer(STABILITY_CHECKS, STABILITY_CHECKS)),
+    }
+)
+
 CHARACTER = Record(
     {
         "seq": Leaf(integer(1, MAX_COUNTER)),
@@ -222,6 +242,7 @@ CHARACTER = Record(
         "nonlethal": Leaf(boolean),
         "stable_since": Leaf(nullable(SECOND)),
         "stability_checks": Leaf(integer(0, MAX_COUNTER)),
+        "next_check": Nullable(NEXT_CHECK),
         "healer": Leaf(nullable(ident)),
         "activity": Nullable(ACTIVITY),
         "regained_this_turn": Leaf(boolean),
@@ -240,6 +261,7 @@ CHARACTER = Record(
             "nonlethal",
             "stable_since",
             "stability_checks",
+            "next_check",
             "healer",
             "activity",
             "regained_this_turn",

@@ -1,6 +1,6 @@
 """The state's plain-dict form (`Room.to_dict`), typed where it crosses
 modules: the server stores, diffs, views and sends it, and the clients
-mirror it (PROTOCOL.md's state). These TypedDicts are that shape, key by
+mirror it (docs/protocol.md's state). These TypedDicts are that shape, key by
 key; a state read back from storage may lack the keys added since it was
 written (`Room.from_dict` fills their defaults), so readers of stored
 dicts take a `Mapping`."""
@@ -13,6 +13,14 @@ from typing import TypedDict
 class ActivityDict(TypedDict):
     kind: str
     ends: int
+
+
+class NextCheckDict(TypedDict):
+    """L1's next check: its world second, its number (1-based), of how many."""
+
+    at: int
+    n: int
+    of: int
 
 
 class CharacterDict(TypedDict):
@@ -36,6 +44,7 @@ class CharacterDict(TypedDict):
     nonlethal: bool
     stable_since: int | None
     stability_checks: int
+    next_check: NextCheckDict | None
     healer: str | None
     activity: ActivityDict | None
     regained_this_turn: bool

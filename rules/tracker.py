@@ -25,17 +25,19 @@ from typing import Any
 from rules.clock import advance, check_combat, check_may_join, check_order, give_turn
 from rules.context import Ctx
 from rules.errors import Conflict, InvalidArgs
-from rules.model import Room
+from rules.events import TIMED_EVENTS
+from rules.op import Args, Check, Doc, Facts, G, Op, WholeRoom
 from rules.rest import end_rest
+from rules.validate import CLOCK, ORDER, SECONDS, TURN, Arg, optional
 
 
-def check_set_order(room: Room, order: list[str]) -> None:
-    """A running combat; each combatant once; newcomers alive (D6: the dead
-    already in the order may stay)."""
-    check_combat(room, "no combat is running: start one with combat_start")
+def check_new_order(at: Facts, a: Args) -> None:
+    """Each combatant once; newcomers alive (D6: the dead already in the
+    order may stay). After `check_combat`: a combat is running."""
+    room = at.room
     assert room.combat is not None
-    check_order(order)
-    for cid in order:
+    check_order(a["order"])
+    for cid in a["order"]:
         if cid not in room.combat.order:
             check_may_join(room.characters[cid])
 
@@ -59,10 +61,10 @@ def set_order(ctx: Ctx, order: list[str], turn: int | None) -> None:
     round that ends starts the next one and advances world time by a round
     (T1, T2); no combatant's end-of-turn rules run (a tracker edit is not a
     turn's end). A combatant whose turn the edit moves away from has had its
-    turn passed over (D5 v1.2).
+    turn passed over (D5 v1.2). The op's checks passed: a combat is running,
+    each combatant appears once, newcomers are alive.
     """
     room = ctx.room
-    check_set_order(room, order)
     combat = room.combat
     assert combat is not None
     old = list(combat.order)
@@ -134,18 +136,78 @@ def _leave(ctx: Ctx, cid: str) -> None:
         c.regained_at = room.clock  # S4 ruling: the round counts from leaving
 
 
-def advance_from(ctx: Ctx, seconds: int, start: int | None) -> None:
-    """T2 `advance_clock`, with an optional `from`: the clock the sender saw.
+def check_clock_from(at: Facts, a: Args) -> None:
+    """T2 `advance_clock`'s optional `from`: the clock the sender saw.
 
     Like `end_turn`'s `round`, it makes the command idempotent by content:
     a VTT that mirrors its own world-time changes may send the same advance
     twice (two GM tabs, a re-fired hook); the second finds the clock moved
     and is a `conflict`, never a second advance."""
-    if start is not None and start != ctx.room.clock:
+    start, clock = a["from"], at.room.clock
+    if start is not None and start != clock:
         raise Conflict(
-            f"the clock is at {ctx.room.clock}, not {start}: that advance was made already"
+            f"the clock is at {clock}, not {start}: that advance was made already"
             " or is based on an old clock",
             "clock_moved",
-            clock=ctx.room.clock,
+            clock=clock,
         )
-    advance(ctx, seconds)
+
+
+SET_ORDER = Op(
+    "set_order",
+    {"order": Arg(ORDER), "turn": optional(TURN)},
+    G,
+    lambda ctx, a: set_order(ctx, a["order"], a["turn"]),
+    WholeRoom(choose="order"),
+    Doc(
+        summary="change the running combat's order: reorder, add, remove combatants",
+        changes="The combat order. Without `turn` the current combatant keeps its turn (if it"
+        " left, the next one after it has it, passing over the dead, T3); `turn` says whose"
+        " turn it is now, its length ending the round (the clock advances, T2). No end-of-turn"
+        " rule runs; a combatant whose turn moves away has had it passed over (a dying one"
+        " loses 1 PP at the end of its next turn, D5). Newcomers' rests end (R4); their dying"
+        " PP loss moves to their turns (D5); leavers are out of combat from now (D5, S4 count a"
+        " full round from here). Initiative totals (T4) of leavers are dropped.",
+        meaning={
+            "order": "the combatants' ids, in turn order",
+            "turn": "whose turn it is now: an index in `order`, or its length to end the round",
+        },
+        example={"order": ["c2", "c1", "c3"]},
+        errors=(("rule", "no combat is running; a character appears twice, or is dead (D6)"),),
+        rules="T1, T2, T3, D5, R4, S4",
+    ),
+    events=("rest", "combat", "turn", "clock", *TIMED_EVENTS),
+    checks=(
+        Check(
+            lambda at, a: check_combat(at.room, "no combat is running: start one with combat_start")
+        ),
+        Check(check_new_order, of="order"),
+    ),
+    chars=("order",),
+    check=check_turn_arg,
+    on_dead=True,  # the dead may stay in the order; only newcomers are checked (D6)
+)
+
+ADVANCE_CLOCK = Op(
+    "advance_clock",
+    {"seconds": Arg(SECONDS), "from": optional(CLOCK)},
+    G,
+    lambda ctx, a: advance(ctx, a["seconds"]),
+    WholeRoom(),
+    Doc(
+        summary="move the world clock forward; the timed rules fire",
+        changes="The clock; every timed rule inside the interval fires at its own instant, in"
+        " order: dying PP losses (D5), hourly stability checks (L1-L5), rests completing"
+        " (R1-R3).",
+        meaning={
+            "seconds": "world seconds to add",
+            "from": "the clock the sender saw; if the room's clock is elsewhere the advance is "
+            "refused, so an advance sent twice advances once",
+        },
+        example={"seconds": 3600},
+        errors=(("conflict", "`from` is not the room's clock"),),
+        rules="T2",
+    ),
+    events=("clock", *TIMED_EVENTS),
+    checks=(Check(check_clock_from),),
+)

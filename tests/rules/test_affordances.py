@@ -104,6 +104,25 @@ def test_T1_end_turn_for_the_current_combatant_only():
     assert "why" not in room["combat_end"]
 
 
+def test_D6_set_order_offers_the_combatants_and_who_may_join():
+    """D6 (set_order ruling): the order's choices are the combatants, the
+    dead among them (they may stay), and the living who may join; a dead
+    character outside the combat is not offered. A client (the Foundry
+    module) reads them instead of working D6 out again."""
+    t = Table()
+    a, b, c, d = (t.add(name) for name in ("Aline", "Bruno", "Chloé", "Dana"))
+    t.do("combat_start", order=[a, b])
+    t.do("damage", char=b, amount=1000)
+    t.do("update_character", char=b, set={"condition": "dead"})
+    t.do("update_character", char=c, set={"condition": "dead"})
+    room = affordances(t.room, viewer(t.gm))["room"]
+    assert room["set_order"] == {"args": {}, "free": ["turn"], "choices": {"order": [a, b, d]}}
+    t.do("combat_end")
+    room = affordances(t.room, viewer(t.gm))["room"]
+    assert room["combat_start"]["choices"] == {"order": [a, d]}
+    assert room["set_order"]["why"] == {"key": "no_combat"}
+
+
 def test_a_reason_never_names_a_character_the_viewer_cannot_see():
     """L4: tending a patient whose healer is hidden reads `healer: null`."""
     t = Table()
@@ -226,7 +245,10 @@ def sends(op: str, entry: dict[str, Any], room, seen: list[str]):
             yield {**base, "kind": "short"}, False, why
             return
         if op in ("combat_start", "set_order"):
-            yield {**base, "order": seen[:1] or ["c9"]}, False, why
+            # A living one: D6 (`dead`) is checked before the op's own reason.
+            alive = [c for c in seen if room.characters[c].condition != "dead"]
+            if alive:
+                yield {**base, "order": alive[:1]}, False, why
             return
         if op == "roll_initiative" and why["key"].endswith("_nobody"):
             return

@@ -61,3 +61,19 @@ def test_revert_that_would_break_an_invariant_is_refused_not_repaired():
     bad = [["set", ["characters", a, "healer"], h]]
     with pytest.raises(RuleBroken):
         revert(t.room, t.room.to_dict(), bad, 6)
+
+
+def test_L1_an_inverse_stored_before_next_check_existed_still_undoes():
+    """An undo after an upgrade: the stored inverse of a stabilisation
+    restores the fields L1's `next_check` follows, not the derived field
+    itself (an older server wrote none). The undo still applies, and the
+    room's dict form derives `next_check` again from what it restored."""
+    t = Table()
+    a = t.add()
+    t.down(a)
+    _, before_d, inverse = step(t, "heal", char=a, amount=0, stabilize=True)
+    assert any(op[1][-1] == "next_check" for op in inverse)  # the inverse of today's
+    older = [op for op in inverse if "next_check" not in op[1]]
+    restored = revert(t.room, t.room.to_dict(), older, 9)
+    assert restored.to_dict() == before_d
+    assert before_d["characters"][a]["next_check"] is None

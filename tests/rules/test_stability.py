@@ -1,4 +1,4 @@
-"""Long-term stability (L1-L5), rule by rule (RULES.md).
+"""Long-term stability (L1-L5), rule by rule (docs/rules.md).
 
 Default sheet: level 3, PV 20, PE 15, PP 6, Con 14 (modifier +2),
 Medicine +5. A stable character checks at +1 h ... +8 h.
@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import pytest
 
-from rules import Forbidden, RuleBroken
+from rules import (
+    Forbidden,
+    Room,
+    RuleBroken,
+    Viewer,
+    applied,
+    apply_ops,
+    diff,
+    view_ops,
+    view_state,
+)
+from rules.model import STABILITY_CHECKS
+from rules.stability import next_check
 from tests.helpers.table import Table
 from tests.rules.rulekit import HOUR, knocked_out, ok, refused
 
@@ -111,6 +123,84 @@ def test_L1_a_check_that_wakes_stops_the_hourly_checks():
     c = t.char(a)
     assert (c.condition, c.pv, c.stable_since, c.stability_checks) == ("conscious", 1, None, 0)
     assert len(t.kinds("roll")) == 3
+
+
+def test_L1_the_dict_form_says_when_the_next_check_falls():
+    """L1: each character's dict carries `next_check`, the world second and
+    number of its next hourly check (of STABILITY_CHECKS), null when it is
+    not stable or has made them all; clients read it instead of working the
+    schedule out."""
+    t = Table()
+    a, b = t.add(), t.add("Bruno")
+    t.do("advance_clock", seconds=100)
+    assert t.room.to_dict()["characters"][a]["next_check"] is None  # conscious
+    t.down(a)
+    assert t.room.to_dict()["characters"][a]["next_check"] is None  # dying
+    t.stabilised(b)  # at 100
+    t.dice.push(12, 12)  # stay, stay
+    t.do("advance_clock", seconds=2 * HOUR)
+    got = t.room.to_dict()["characters"][b]["next_check"]
+    assert got == {"at": 100 + 3 * HOUR, "n": 3, "of": STABILITY_CHECKS}
+    assert got["at"] == next_check(t.char(b))  # the scheduler's very instant
+    t.dice.push(*[12] * 5)
+    t.do("advance_clock", seconds=6 * HOUR - 1)  # the third to the seventh; the eighth 1 s away
+    assert t.room.to_dict()["characters"][b]["next_check"] == {
+        "at": 100 + 8 * HOUR,
+        "n": 8,
+        "of": 8,
+    }
+    t.dice.push(12)
+    t.do("advance_clock", seconds=1)  # L2: still stable after the eighth, wakes
+    assert t.char(b).condition == "conscious"
+    assert t.room.to_dict()["characters"][b]["next_check"] is None
+
+
+def test_L1_next_check_follows_a_correction_and_is_never_read_back():
+    """L1, L3: derived like `mods`: a GM correction that ends the stability
+    clears it, a new stabilisation starts it from zero, and a dict's own
+    `next_check` is ignored by `from_dict` (recomputed)."""
+    t = Table()
+    a = t.add()
+    t.stabilised(a)  # at 0
+    t.dice.push(12)
+    t.do("advance_clock", seconds=HOUR)
+    assert t.room.to_dict()["characters"][a]["next_check"] == {"at": 2 * HOUR, "n": 2, "of": 8}
+    t.do("update_character", char=a, set={"condition": "conscious", "pv": 1})
+    assert t.room.to_dict()["characters"][a]["next_check"] is None
+    t.stabilised(a)  # at 1 h: L3, from zero
+    state = t.room.to_dict()
+    assert state["characters"][a]["next_check"] == {"at": 2 * HOUR, "n": 1, "of": 8}
+    state["characters"][a]["next_check"] = {"at": 1, "n": 5, "of": 8}
+    assert Room.from_dict(state).to_dict() == t.room.to_dict()
+
+
+def test_L1_next_check_is_kept_current_by_the_patches_and_shown_in_full_only():
+    """L1: the patch of an hourly check sets `next_check` like any field,
+    in a big table's incremental dict form (only the touched characters
+    redone) too; a viewer who sees the character in full gets it, one who
+    sees its status line does not (no number of the sheet)."""
+    t = Table()
+    a = t.add("Aline", owner=t.p1)
+    npc = t.add("Gob", shown="status")
+    for i in range(20):  # above TOUCHED_CUTOVER: to_dict redoes the touched only
+        t.add(f"B{i}")
+    t.stabilised(a)
+    t.stabilised(npc)
+    before_room, before = t.room, t.room.to_dict()
+    t.dice.push(12, 12)
+    out = t.do("advance_clock", seconds=HOUR)
+    after = out.room.to_dict(since=(before_room, before), touched=out.touched)
+    assert after == out.room.to_dict()
+    ops = diff(before, after)
+    assert ["set", ["characters", a, "next_check", "at"], 2 * HOUR] in ops
+    assert ["set", ["characters", a, "next_check", "n"], 2] in ops
+    assert applied(before, ops) == after
+    for v in (Viewer(t.p1.user, "player"), Viewer(t.obs.user, "observer")):
+        mirror = view_state(before, v)
+        apply_ops(mirror, view_ops(before, after, ops, v))
+        assert mirror == view_state(after, v)
+        assert mirror["characters"][a]["next_check"] == {"at": 2 * HOUR, "n": 2, "of": 8}
+        assert "next_check" not in mirror["characters"][npc]  # status: no numbers
 
 
 # ---------------------------------------------------------------- L2

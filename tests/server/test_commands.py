@@ -290,3 +290,31 @@ async def test_delete_room_lets_queued_commands_finish(vtt_server: Server) -> No
     assert [a["v"] for a in acked] == list(range(7, 7 + len(acked)))
     assert (await gm.closed())[0] == 4404
     await admin.close()
+
+
+async def test_L1_next_check_reaches_each_viewer_in_the_patches(vtt_table: Table) -> None:
+    """L1: a stable character's `next_check` (when and which of its hourly
+    checks comes next) is in the state each viewer sees it in full, and the
+    patches keep it current: the mirrors equal a fresh welcome's view."""
+    gm = await vtt_table.connect("gm")
+    p1 = await vtt_table.connect("p1")
+    obs = await vtt_table.connect("obs", "json")
+    cid, npc = vtt_table.chars["c_p1"], vtt_table.chars["c_npc"]
+    await gm.ok("update_character", {"char": npc, "set": {"shown": "status"}})
+    await gm.ok("advance_clock", {"seconds": 100})
+    for who in (cid, npc):
+        await gm.ok("damage", {"char": who, "amount": 1000})
+        await gm.ok("heal", {"char": who, "amount": 0, "stabilize": True})  # stable at 100
+    first = {"at": 100 + 3600, "n": 1, "of": 8}
+    await gm.ok("queue_rolls", {"rolls": [12, 12]})  # Con +2: 14, both stay stable
+    ack = await gm.ok("advance_clock", {"seconds": 3600})
+    for c in (gm, p1, obs):
+        await c.wait_v(ack["v"])
+        assert char(c, cid)["next_check"] == {**first, "at": 100 + 7200, "n": 2}
+        assert c.state == c.seen(gm.state)
+    assert char(gm, npc)["next_check"] == {**first, "at": 100 + 7200, "n": 2}
+    assert "next_check" not in char(p1, npc) and "next_check" not in char(obs, npc)  # status
+    fresh = await vtt_table.connect("p1")
+    assert fresh.state == p1.state
+    for c in (gm, p1, obs, fresh):
+        await c.close()
