@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from client_stub import Client
-from client_stub.cli import build_parser, main, normalize_url, parse_pairs, room_id_from_name
+from client_stub.cli import build_parser, main, parse_pairs, room_id_from_name
 from rules import catalog
+from sync_server.wire.links import ws_url
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN
 
@@ -60,8 +61,8 @@ def test_parse_pairs_json_or_string() -> None:
         parse_pairs(["amount"])
     assert room_id_from_name("Thursday table: the Return!") == "thursday-table-the-return"
     assert room_id_from_name("¡¡!!") == "room"
-    assert normalize_url("http://h:1/#room=x&token=y") == "ws://h:1/"
-    assert normalize_url("127.0.0.1:8765") == "ws://127.0.0.1:8765/"
+    assert ws_url("http://h:1/#room=x&token=y") == "ws://h:1/"
+    assert ws_url("127.0.0.1:8765") == "ws://127.0.0.1:8765/"
 
 
 async def test_cmd_prints_what_changed_as_sentences(table: LiveTable) -> None:
