@@ -26,7 +26,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import ssl
 import sys
 import textwrap
@@ -37,6 +36,7 @@ from client_stub.actions import actions_text, affordances_of, subject_of
 from client_stub.client import Client, tls_context
 from client_stub.errors import CommandError, CommandTimeout, ConnectionFailed, VttSyncError
 from client_stub.events import EventText, Names
+from sync_server.wire import reach
 from sync_server.wire.links import LINKS_TIMEOUT_SECONDS, page_link, public_page, ws_url
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
@@ -375,11 +375,9 @@ def _error_line(text: str) -> None:
 def _connection_error(exc: BaseException, url: str, as_json: bool = False) -> int:
     """One line saying why there is no connection (exit 3)."""
     code = getattr(exc, "close_code", None)
-    cause = exc.__cause__
-    if isinstance(cause, ConnectionRefusedError):
-        message = f"cannot connect to {url}: connection refused (is `vtt-sync serve` running?)"
-    elif isinstance(cause, socket.gaierror):
-        message = f"cannot connect to {url}: unknown host"
+    why = reach.reason(exc, url) if code is None else None
+    if why is not None:
+        message = f"cannot connect to {url}: {why}"
     elif code is not None:
         message = f"the server closed the session: {exc}"
     else:

@@ -49,7 +49,7 @@ from typing import Any
 
 from sync_server.core.limits import IMPORT_CHUNK_CHARS
 from sync_server.storage import transfer
-from sync_server.wire import frames, links, protocol
+from sync_server.wire import frames, links, protocol, reach
 from sync_server.wire.codec import CODECS
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
@@ -209,8 +209,7 @@ def _admin_get(ns: argparse.Namespace, path: str, query: dict[str, str], what: s
         code = EXIT_CONNECTION if exc.code in (401, 429) else EXIT_REFUSED
         raise AdminError(f"{what} refused ({exc.code}): {message}", code)
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise AdminError(f"cannot reach {base}: {reason}", EXIT_CONNECTION)
+        raise AdminError(reach.cannot_connect(exc, base), EXIT_CONNECTION)
 
 
 def export(ns: argparse.Namespace) -> int:
@@ -260,12 +259,7 @@ async def _admin_session(ns: argparse.Namespace) -> AsyncIterator[tuple[Any, Any
                 **kw,
             )
     except (OSError, InvalidHandshake, TimeoutError) as exc:
-        reason = (
-            "connection refused (is `vtt-sync serve` running?)"
-            if isinstance(exc, ConnectionRefusedError)
-            else str(exc)
-        )
-        raise AdminError(f"cannot connect to {ws_url}: {reason}", EXIT_CONNECTION)
+        raise AdminError(reach.cannot_connect(exc, ws_url), EXIT_CONNECTION)
     try:
         async with asyncio.timeout(ns.timeout):
             handshake = frames.Handshake(_admin_token(ns))
