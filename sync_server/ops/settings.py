@@ -129,8 +129,8 @@ SETTINGS: tuple[Setting, ...] = (
         "affordances",
         kinds.BOOL,
         True,
-        "put in each viewer's view what they may do now (docs/protocol.md); false only to "
-        "measure its cost (the server bench)",
+        "tell each page and client which actions its user may take now, and why not "
+        "(docs/protocol.md); false only to measure what that costs (the server bench)",
         flag="",
     ),
     _server(
