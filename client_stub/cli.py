@@ -26,18 +26,18 @@ import os
 import re
 import shlex
 import signal
-import socket
 import ssl
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from client_stub.actions import actions_text, affordances_of, subject_of
 from client_stub.client import Client, tls_context
 from client_stub.errors import CommandError, CommandTimeout, ConnectionFailed, VttSyncError
 from client_stub.events import EventText, Names
+from sync_server.wire import reach
+from sync_server.wire.links import LINKS_TIMEOUT_SECONDS, page_link, public_page, ws_url
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
 # `vtt-sync serve`'s default data directory: create-room reads the admin token there.
@@ -58,50 +58,17 @@ class UsageError(ValueError):
     """A mistake on the command line (exit 2)."""
 
 
-def normalize_url(url: str) -> str:
-    """Accept ws(s)://, http(s):// (the page's address) or host:port."""
-    if url.startswith("http://"):
-        url = "ws://" + url[len("http://") :]
-    elif url.startswith("https://"):
-        url = "wss://" + url[len("https://") :]
-    elif "://" not in url:
-        url = "ws://" + url
-    url = url.split("#", 1)[0]
-    if url.count("/") == 2:
-        url += "/"
-    return url
+def server_link(url: str, room: str, token: str, context: ssl.SSLContext | None) -> str:
+    """The link for `room` and `token` on the server at `url`, naming its
+    public address when it has one (sync_server/wire/links.py)."""
 
+    def fetch(address: str) -> bytes:
+        import urllib.request
 
-# Seconds to wait for the server's links.json (the public address for links).
-LINKS_TIMEOUT_SECONDS = 5.0
+        with urllib.request.urlopen(address, timeout=LINKS_TIMEOUT_SECONDS, context=context) as r:
+            return bytes(r.read())
 
-
-def page_link(ws_url: str, room: str, token: str, page: str | None = None) -> str:
-    """The tracker page's address for a room and token (token in the fragment,
-    which browsers never send to a server): on `page` (the server's public
-    page address, `public_page`) when given, else on `ws_url`'s."""
-    base = page or ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
-    return f"{base}#{urlencode({'room': room, 'token': token})}"
-
-
-def public_page(ws_url: str, context: ssl.SSLContext | None = None) -> str | None:
-    """The page address the server says links should use (`GET links.json`:
-    its --public-url), or None when it has none or cannot tell. So a link
-    made through ws://127.0.0.1 on the server's own machine names the
-    address players elsewhere reach."""
-    import urllib.request
-
-    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
-    if not base.endswith("/"):
-        base += "/"
-    try:
-        with urllib.request.urlopen(
-            base + "links.json", timeout=LINKS_TIMEOUT_SECONDS, context=context
-        ) as r:
-            page = json.loads(r.read()).get("page")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return page if isinstance(page, str) and page.startswith(("http://", "https://")) else None
+    return page_link(url, room, token, public_page(url, fetch))
 
 
 def parse_value(raw: str) -> Any:
@@ -372,7 +339,7 @@ def _settings(ns: argparse.Namespace) -> tuple[str, str, str | None]:
     room = ns.room or link.get("room") or os.environ.get("VTT_SYNC_ROOM") or None
     if not token:
         raise UsageError("no token: pass --token or set VTT_SYNC_TOKEN")
-    return normalize_url(url), token, room
+    return ws_url(url), token, room
 
 
 def _admin_token(ns: argparse.Namespace) -> str:
@@ -408,11 +375,9 @@ def _error_line(text: str) -> None:
 def _connection_error(exc: BaseException, url: str, as_json: bool = False) -> int:
     """One line saying why there is no connection (exit 3)."""
     code = getattr(exc, "close_code", None)
-    cause = exc.__cause__
-    if isinstance(cause, ConnectionRefusedError):
-        message = f"cannot connect to {url}: connection refused (is `vtt-sync serve` running?)"
-    elif isinstance(cause, socket.gaierror):
-        message = f"cannot connect to {url}: unknown host"
+    why = reach.reason(exc, url) if code is None else None
+    if why is not None:
+        message = f"cannot connect to {url}: {why}"
     elif code is not None:
         message = f"the server closed the session: {exc}"
     else:
@@ -514,7 +479,8 @@ async def _cmd(ns: argparse.Namespace, url: str, token: str, room: str | None) -
     if "token" in result and room is not None:
         who = names.user(result.get("user"))
         print(f"link for {who} (send it to them only):")
-        print(f"  {page_link(url, room, result['token'])}")
+        link = await asyncio.to_thread(server_link, url, room, result["token"], _tls(ns))
+        print(f"  {link}")
     if not events:
         version = f" (v{ack['v']})" if ack.get("v") else ""
         print(f"done{version}: {json.dumps(result)}")
@@ -559,7 +525,7 @@ async def _actions(ns: argparse.Namespace, url: str, token: str, room: str | Non
 
 
 async def _create_room(ns: argparse.Namespace) -> int:
-    url = normalize_url(ns.url or os.environ.get("VTT_SYNC_URL") or DEFAULT_URL)
+    url = ws_url(ns.url or os.environ.get("VTT_SYNC_URL") or DEFAULT_URL)
     token = _admin_token(ns)
     room_id = ns.room_id or room_id_from_name(ns.name)
     client = _one_shot(url, token, None, ns)
@@ -579,8 +545,7 @@ async def _create_room(ns: argparse.Namespace) -> int:
     finally:
         await client.close()
     result = ack["result"]
-    page = await asyncio.to_thread(public_page, url, _tls(ns))
-    link = page_link(url, result["room"], result["gm_token"], page)
+    link = await asyncio.to_thread(server_link, url, result["room"], result["gm_token"], _tls(ns))
     if ns.json:
         _print_json({**result, "link": link})
         return EXIT_OK

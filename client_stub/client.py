@@ -24,7 +24,6 @@ import json
 import logging
 import random
 import secrets
-import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -43,7 +42,7 @@ from client_stub.errors import (
     Unauthenticated,
 )
 from client_stub.mirror import GAP, Mirror
-from sync_server.wire import frames, protocol
+from sync_server.wire import frames, protocol, reach
 from sync_server.wire.codec import CODECS
 
 log = logging.getLogger("vtt_sync.client")
@@ -205,8 +204,10 @@ class Client:
         except TimeoutError:
             last = self.last_error
             await self.close()
-            detail = f": {_describe(last)}" if last else ""
-            raise ConnectionFailed(f"no welcome from {self.url} within {timeout:g} s{detail}")
+            detail = f": {_describe(last, self.url)}" if last else ""
+            raise ConnectionFailed(
+                f"no welcome from {self.url} within {timeout:g} s{detail}"
+            ) from last
         if self._fatal is not None:
             await self.close()
             raise self._fatal
@@ -427,10 +428,10 @@ class Client:
                 raise
             except (OSError, InvalidHandshake, TimeoutError, ConnectionClosed) as exc:
                 self.last_error = exc
-                detail = _describe(exc)
+                detail = _describe(exc, target)
             except Exception as exc:  # a bug or a broken frame: log, then retry
                 self.last_error = exc
-                detail = _describe(exc)
+                detail = _describe(exc, target)
                 log.warning("session error: %s", detail, exc_info=True)
             self._connected.clear()
             # Every new attempt starts from an address given (the next one,
@@ -695,16 +696,18 @@ def _failed(message: str, cause: BaseException | None) -> ConnectionFailed:
     return exc
 
 
-def _describe(exc: BaseException | None) -> str:
+def _describe(exc: BaseException | None, url: str) -> str:
+    """Why a connection to `url` failed: what to do when it is known (refused,
+    unknown host, an untrusted certificate: sync_server.wire.reach, the
+    words of both CLIs), else the error itself."""
     if exc is None:
         return ""
     if isinstance(exc, ConnectionClosed):
         code = exc.rcvd.code if exc.rcvd is not None else 1006
         return f"connection closed ({code})"
-    if isinstance(exc, ConnectionRefusedError):  # what to do, not an errno
-        return "connection refused: is `vtt-sync serve` running at that address?"
-    if isinstance(exc, socket.gaierror):
-        return "unknown host: check the address"
+    known = reach.reason(exc, url)
+    if known is not None:
+        return known
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if str(exc) else text
 

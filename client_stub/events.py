@@ -187,6 +187,15 @@ class EventText:
             for part in rule:
                 self._rule(part, event, get, out)
         elif isinstance(rule, dict):
+            if "join" in rule:
+                self._join(rule, event, get, out)
+                return
+            if "each" in rule:
+                for n, item in enumerate(self._each(rule, event, get)):
+                    if n:
+                        out.append((rule.get("sep", ", "), None))
+                    out.extend(item)
+                return
             if "if" in rule:
                 branch = rule.get("then") if _truthy(get(rule["if"])) else rule.get("else")
             elif "has" in rule:
@@ -199,6 +208,58 @@ class EventText:
                 self._rule(branch, event, get, out)
         else:
             raise ValueError(f"unknown rule {rule!r}")
+
+    def _each(
+        self, rule: dict[str, Any], event: dict[str, Any], get: Callable[[str], Any]
+    ) -> list[list[Segment]]:
+        """`then` once per entry of the field `each` names (an object's keys in
+        order, or a list's items), with `key` and `value` read as fields."""
+        value = get(rule["each"])
+        if isinstance(value, dict):
+            entries = list(value.items())
+        elif isinstance(value, list):
+            entries = list(enumerate(value))
+        else:
+            entries = []
+        items = []
+        for k, v in entries:
+
+            def lookup(f: str, k: Any = k, v: Any = v) -> Any:
+                return k if f == "key" else v if f == "value" else get(f)
+
+            part: list[Segment] = []
+            self._rule(rule["then"], event, lookup, part)
+            items.append(part)
+        return items
+
+    def _join(
+        self,
+        rule: dict[str, Any],
+        event: dict[str, Any],
+        get: Callable[[str], Any],
+        out: list[Segment],
+    ) -> None:
+        """The non-empty parts (an `each` counts as one part per entry),
+        joined with `sep` (", ") and the last with `last` (" and "); `none`
+        when every part is empty."""
+        parts: list[list[Segment]] = []
+        for part in rule["join"]:
+            if isinstance(part, dict) and "each" in part:
+                parts.extend(self._each(part, event, get))
+            else:
+                piece: list[Segment] = []
+                self._rule(part, event, get, piece)
+                parts.append(piece)
+        parts = [p for p in parts if "".join(text for text, _ in p)]
+        if not parts:
+            if rule.get("none") is not None:
+                self._rule(rule["none"], event, get, out)
+            return
+        for i, part in enumerate(parts):
+            if i:
+                last = i == len(parts) - 1
+                out.append((rule.get("last", " and ") if last else rule.get("sep", ", "), None))
+            out.extend(part)
 
     def _template(
         self,

@@ -139,11 +139,13 @@ class Ctx:
         """Roll d20 + mod + bonus, emit the X2 roll event, return the total.
 
         `outcome(total) -> str` names the result; without it the check is a
-        plain success/failure against `dc`. `floor` raises a low total (L4).
+        plain success/failure against `dc`. `floor` raises a low total (L4);
+        the event then keeps the sum it replaced (`raised_from`).
         """
         d20, source = self.d20(roll)
         total = d20 + mod + bonus
         if floor is not None and total < floor:
+            extra["raised_from"] = total  # so the sentence says the rule raised it
             total = floor
         if outcome is not None:
             result = outcome(total)

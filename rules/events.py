@@ -38,6 +38,7 @@ EVENTS: dict[str, EventDoc] = {
             "mod": "the modifier (medicine bonus, Con modifier, Dex modifier)",
             "bonus": "a bonus (+2 from a successful tending, L4; the GM's initiative bonus)",
             "total": "d20 + mod + bonus (raised to 10 after a successful tending, L4)",
+            "raised_from": "only when L4 raised the total: d20 + mod + bonus, the sum it replaced",
             "dc": "the difficulty, or null for the hourly stability check",
             "outcome": "success, failure; for stability checks wake, stay or die; for "
             "initiative rolled",
@@ -146,7 +147,9 @@ EVENTS: dict[str, EventDoc] = {
             "pv": "PV gained",
             "pe": "PE gained",
             "pp": "PP gained",
-            "abilities": "points of damage healed on each ability",
+            "abilities": "points of damage the rest heals on each damaged ability",
+            "restored": "the points of damage each damaged ability regained, by ability "
+            "(absent when none was damaged)",
         },
         {
             "kind": "recover",
@@ -156,6 +159,7 @@ EVENTS: dict[str, EventDoc] = {
             "pe": 15,
             "pp": 2,
             "abilities": 1,
+            "restored": {"con": 1},
         },
     ),
     "tend": EventDoc(

@@ -92,10 +92,15 @@ def complete_rest(ctx: Ctx, c: Character) -> None:
 
 def recover(ctx: Ctx, c: Character, *, pv: int, pp_full: bool, abilities: int, cause: str) -> None:
     """PV + `pv` (capped, R5), abilities heal `abilities` points each, PE to
-    the (possibly raised) maximum, PP to maximum if `pp_full`."""
+    the (possibly raised) maximum, PP to maximum if `pp_full`. The event
+    names what came back: `restored`, the points each damaged ability
+    regained (absent when none was damaged)."""
+    restored: dict[str, int] = {}
     for a in ABILITIES:
-        if c.ability_damage[a]:
-            c.ability_damage[a] = max(0, c.ability_damage[a] - abilities)
+        healed = min(abilities, c.ability_damage[a])
+        if healed > 0:
+            c.ability_damage[a] -= healed
+            restored[a] = healed
     before = (c.pv, c.pe, c.pp)
     c.pv = min(c.pv_max, c.pv + pv)
     c.pe = c.pe_max
@@ -109,6 +114,7 @@ def recover(ctx: Ctx, c: Character, *, pv: int, pp_full: bool, abilities: int, c
         pe=c.pe - before[1],
         pp=c.pp - before[2],
         abilities=abilities,
+        **({"restored": restored} if restored else {}),
     )
 
 

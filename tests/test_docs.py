@@ -67,3 +67,21 @@ def test_the_architecture_counts_the_storage_methods_right() -> None:
     said = re.search(r"the `Storage` protocol \((\w+) methods", text)
     assert said is not None, "docs/architecture.md no longer counts the Storage methods"
     assert said.group(1) == NUMBERS[len(methods)], (said.group(1), [m.name for m in methods])
+
+
+# The pages a GM, a player or a host reads speak of tables, players and what
+# they see; the design's words live in docs/architecture.md.
+USER_PAGES = ("README.md", "docs/deploy.md", "docs/http.md", "docs/operations.md",
+              "docs/views.md", "docs/security.md")  # fmt: skip
+JARGON = re.compile(r"sans-I/O|view class|fencing|\bfenced\b|\bissues? \d+", re.I)
+# `affordances` is a setting's and a state field's name: only as that, in backticks.
+BARE_AFFORDANCES = re.compile(r"(?<!`)\baffordances?\b(?!`)", re.I)
+
+
+def test_user_pages_speak_without_the_designs_jargon() -> None:
+    found = []
+    for page in USER_PAGES:
+        for n, line in enumerate((REPO / page).read_text(encoding="utf-8").splitlines(), 1):
+            if JARGON.search(line) or BARE_AFFORDANCES.search(line):
+                found.append(f"{page}:{n}: {line.strip()}")
+    assert found == []

@@ -7,8 +7,10 @@ rather than skipping."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,16 @@ def node() -> str:
     return found
 
 
+def with_this_python() -> dict[str, str]:
+    """The environment, with this interpreter's directory first on PATH: the
+    suites start `python3 -m sync_server` and `python3 foundry/build.py`
+    (foundry/test/server.mjs, manifest.test.mjs), which must be the Python
+    running the tests (.venv's, where the project is installed), never a
+    global one without it."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
+
+
 @pytest.mark.parametrize("suite", SUITES)
 def test_the_javascript_suite_passes(suite: str) -> None:
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / suite).glob("*.test.mjs"))
@@ -38,5 +50,6 @@ def test_the_javascript_suite_passes(suite: str) -> None:
         capture_output=True,
         text=True,
         timeout=300,
+        env=with_this_python(),
     )
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]

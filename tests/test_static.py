@@ -6,7 +6,6 @@ cores) and, for the browser client and the page, `tsc --checkJs` and eslint
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +19,13 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_lint_and_format() -> None:
-    ruff = shutil.which("ruff")
-    assert ruff, "ruff is not installed: run scripts/install-test-deps"
-    lint = run(ruff, "check", ".")
+    # The ruff of the Python running the tests (.venv's: `.venv/bin/python -m
+    # pytest` puts nothing on PATH), as mypy below.
+    ruff = (sys.executable, "-m", "ruff")
+    assert run(*ruff, "--version").returncode == 0, "no ruff: run scripts/install-test-deps"
+    lint = run(*ruff, "check", ".")
     assert lint.returncode == 0, lint.stdout[-6000:]
-    fmt = run(ruff, "format", "--check", ".")
+    fmt = run(*ruff, "format", "--check", ".")
     assert fmt.returncode == 0, fmt.stdout[-6000:]
 
 

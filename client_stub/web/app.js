@@ -11,6 +11,7 @@ const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
 const FEED_MAX = 200;
 const KEEP_PATCHES = 500; // versions whose events the page remembers (undo texts)
+const BACKFILL_PATCHES = 30; // versions whose events the log shows on arrival
 const ABILITIES = ["str", "dex", "con", "int", "wis", "cha"];
 
 let client = null;
@@ -1182,7 +1183,11 @@ async function start() {
   client.on("welcome", () => {
     if (backfilled) return;
     backfilled = true; // the recent log, once, on arrival (older entries go below)
-    client.history(30).then((patches) => {
+    // Back to the version Undo would revert too (after undos it can be far
+    // back), so that its tooltip says what it reverts.
+    const target = affordances().undo?.v;
+    const reach = Number.isInteger(target) ? Math.min(KEEP_PATCHES, client.version - target + 1) : 0;
+    client.history(Math.max(BACKFILL_PATCHES, reach)).then((patches) => {
       const feed = $("#feed");
       const shown = new Set($$("li.event", feed).map((li) => li.dataset.v));
       const block = document.createDocumentFragment();
@@ -1190,13 +1195,14 @@ async function start() {
         patch.events = (patch.events || []).map((ev) => eventText.complete(ev, patch.ops));
         remember(patch);
       }
-      for (const patch of [...patches].reverse()) {
+      for (const patch of patches.slice(-BACKFILL_PATCHES).reverse()) {
         if (shown.has(String(patch.v))) continue;
         for (const ev of patch.events || []) block.append(eventItem(ev, patch));
       }
       feed.append(block);
       if (feed.children.length) $("#no-events").hidden = true;
       markUndone();
+      renderUndo(); // drawn with the state, before these events were known
     });
   });
   client.on("error", (frame) => errorToast(frame.code || "error", frame.message || ""));

@@ -144,7 +144,13 @@ export class EventText {
   #rule(rule, ev, get, out) {
     if (typeof rule === "string") this.#template(rule, get, out, ev);
     else if (Array.isArray(rule)) for (const part of rule) this.#rule(part, ev, get, out);
-    else if (rule && typeof rule === "object") {
+    else if (rule && typeof rule === "object" && "join" in rule) this.#join(rule, ev, get, out);
+    else if (rule && typeof rule === "object" && "each" in rule) {
+      this.#each(rule, ev, get).forEach((item, n) => {
+        if (n) out.push([rule.sep ?? ", ", null]);
+        out.push(...item);
+      });
+    } else if (rule && typeof rule === "object") {
       let branch;
       if ("if" in rule) branch = truthy(get(rule.if)) ? rule.then : rule.else;
       else if ("has" in rule) branch = isSet(get(rule.has)) ? rule.then : rule.else;
@@ -152,6 +158,44 @@ export class EventText {
       else throw new Error(`unknown rule ${JSON.stringify(rule)}`);
       if (branch !== undefined && branch !== null) this.#rule(branch, ev, get, out);
     } else throw new Error(`unknown rule ${JSON.stringify(rule)}`);
+  }
+
+  /** `then` once per entry of the field `each` names (an object's keys in
+   * order, or a list's items), with `key` and `value` read as fields. */
+  #each(rule, ev, get) {
+    const value = get(rule.each);
+    let entries = [];
+    if (Array.isArray(value)) entries = value.map((v, i) => [i, v]);
+    else if (value && typeof value === "object") entries = Object.entries(value);
+    return entries.map(([k, v]) => {
+      const part = [];
+      this.#rule(rule.then, ev, (f) => (f === "key" ? k : f === "value" ? v : get(f)), part);
+      return part;
+    });
+  }
+
+  /** The non-empty parts (an `each` counts as one part per entry), joined
+   * with `sep` (", ") and the last with `last` (" and "); `none` when every
+   * part is empty. */
+  #join(rule, ev, get, out) {
+    const parts = [];
+    for (const part of rule.join) {
+      if (part && typeof part === "object" && !Array.isArray(part) && "each" in part) parts.push(...this.#each(part, ev, get));
+      else {
+        const piece = [];
+        this.#rule(part, ev, get, piece);
+        parts.push(piece);
+      }
+    }
+    const kept = parts.filter((p) => p.map(([text]) => text).join(""));
+    if (!kept.length) {
+      if (rule.none !== undefined && rule.none !== null) this.#rule(rule.none, ev, get, out);
+      return;
+    }
+    kept.forEach((part, i) => {
+      if (i) out.push([i === kept.length - 1 ? (rule.last ?? " and ") : (rule.sep ?? ", "), null]);
+      out.push(...part);
+    });
   }
 
   #template(template, get, out, ev, strict = false) {

@@ -1,7 +1,10 @@
 """A Discord-style bot: follows a room's event stream, posts each rule event as a sentence.
 
-    VTT_URL=https://example.org/vtt VTT_ROOM=demo VTT_TOKEN=... python3 table_bot.py
+    VTT_URL=https://example.org/vtt VTT_ROOM=demo VTT_TOKEN=... \
+      .venv/bin/python docs/examples/table_bot.py
     DISCORD_WEBHOOK=https://discord.com/api/webhooks/...  # optional; else it prints
+
+(the Python where vtt-sync is installed: the README's first command makes .venv)
 
 Plain HTTP with a user's token (an observer's is enough); docs/http.md explains it.
 """
@@ -42,11 +45,15 @@ def discord(webhook: str):
     return post
 
 
+def say(sentence: str) -> None:
+    print(sentence, flush=True)  # at once, even into a pipe or a log file
+
+
 if __name__ == "__main__":
     hook = os.environ.get("DISCORD_WEBHOOK")
     follow(
         os.environ["VTT_URL"].rstrip("/"),
         os.environ["VTT_ROOM"],
         os.environ["VTT_TOKEN"],
-        discord(hook) if hook else print,
+        discord(hook) if hook else say,
     )

@@ -60,6 +60,7 @@ from sync_server.storage.datadir import DataDirLock
 from sync_server.storage.sqlite import SqliteStorage
 from sync_server.wire import protocol
 from sync_server.wire.codec import select_subprotocol
+from sync_server.wire.links import links_document, page_base, ws_url
 
 log = logging.getLogger(__name__)
 
@@ -72,12 +73,6 @@ SERVER_HEADER = "vtt-sync"  # picows_transport.py says the same
 
 # Addresses that friends on other machines cannot use in a link.
 LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", ""})
-
-
-def page_base(ws_url: str) -> str:
-    """ws(s)://host[:port]/path -> http(s)://host[:port]/path/ (the page)."""
-    base = ws_url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
-    return base.split("#", 1)[0].split("?", 1)[0].rstrip("/") + "/"
 
 
 def api_document(name: str) -> bytes | None:
@@ -126,7 +121,7 @@ class Server:
         self.leases: Leases = leases_for(
             self.storage,
             node_id=self.node_id,
-            public_url=config.public_url or "",
+            public_url=self._node_url(),
             lease_seconds=config.lease_seconds,
             clock=self.clock,
         )
@@ -135,7 +130,7 @@ class Server:
             self.leases = SqliteLeases(
                 self.storage,
                 node_id=self.node_id,
-                public_url=config.public_url or "",
+                public_url=self._node_url(),
                 lease_seconds=config.lease_seconds,
                 clock=self.clock,
             )
@@ -401,6 +396,12 @@ class Server:
         public URL, and a loopback or wildcard address bound."""
         return self.config.public_url is None and self.config.host in LOOPBACK_OR_ANY
 
+    def _node_url(self) -> str:
+        """This node's address in cluster redirects: its public URL as a
+        WebSocket address ("" until start fills in the address bound)."""
+        public = self.config.public_url
+        return "" if public is None else ws_url(public)
+
     def _bound_url(self) -> str:
         host = self.config.host
         if host in ("0.0.0.0", "::", ""):
@@ -412,8 +413,7 @@ class Server:
     def links(self) -> dict[str, Any]:
         """`GET /links.json`: where links should point. `page` is null when
         no public URL is set (the page then uses its own address)."""
-        public = self.config.public_url
-        return {"page": None if public is None else page_base(public)}
+        return links_document(self.config.public_url)
 
     @property
     def http_url(self) -> str:

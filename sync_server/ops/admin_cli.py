@@ -49,7 +49,7 @@ from typing import Any
 
 from sync_server.core.limits import IMPORT_CHUNK_CHARS
 from sync_server.storage import transfer
-from sync_server.wire import frames, protocol
+from sync_server.wire import frames, links, protocol, reach
 from sync_server.wire.codec import CODECS
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
@@ -174,13 +174,10 @@ def _admin_token(ns: argparse.Namespace) -> str:
 
 def _urls(ns: argparse.Namespace) -> tuple[str, str]:
     """(the WebSocket URL, the HTTP base URL ending in /)."""
-    from client_stub.cli import normalize_url  # the client's rules for URLs
-
-    ws = normalize_url(ns.url or os.environ.get("VTT_SYNC_URL") or DEFAULT_URL)
+    ws = links.ws_url(ns.url or os.environ.get("VTT_SYNC_URL") or DEFAULT_URL)
     if not ws.endswith("/"):
         ws += "/"
-    http = "https" + ws[3:] if ws.startswith("wss://") else "http" + ws[2:]
-    return ws, http
+    return ws, links.page_base(ws)
 
 
 def _ssl(ns: argparse.Namespace) -> ssl.SSLContext | None:
@@ -212,8 +209,7 @@ def _admin_get(ns: argparse.Namespace, path: str, query: dict[str, str], what: s
         code = EXIT_CONNECTION if exc.code in (401, 429) else EXIT_REFUSED
         raise AdminError(f"{what} refused ({exc.code}): {message}", code)
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise AdminError(f"cannot reach {base}: {reason}", EXIT_CONNECTION)
+        raise AdminError(reach.cannot_connect(exc, base), EXIT_CONNECTION)
 
 
 def export(ns: argparse.Namespace) -> int:
@@ -263,12 +259,7 @@ async def _admin_session(ns: argparse.Namespace) -> AsyncIterator[tuple[Any, Any
                 **kw,
             )
     except (OSError, InvalidHandshake, TimeoutError) as exc:
-        reason = (
-            "connection refused (is `vtt-sync serve` running?)"
-            if isinstance(exc, ConnectionRefusedError)
-            else str(exc)
-        )
-        raise AdminError(f"cannot connect to {ws_url}: {reason}", EXIT_CONNECTION)
+        raise AdminError(reach.cannot_connect(exc, ws_url), EXIT_CONNECTION)
     try:
         async with asyncio.timeout(ns.timeout):
             handshake = frames.Handshake(_admin_token(ns))
@@ -362,11 +353,21 @@ async def _gm_link(ns: argparse.Namespace) -> tuple[dict[str, Any], str]:
                 return dict(reply.result), ws_url
 
 
-def gm_link(ns: argparse.Namespace) -> int:
-    from client_stub.cli import page_link, public_page
+def _public_page(ns: argparse.Namespace) -> str | None:
+    """The server's public page address for links (its --public-url), or None."""
+    ws_url, _ = _urls(ns)
+    context = _ssl(ns)
 
+    def fetch(url: str) -> bytes:
+        with urllib.request.urlopen(url, timeout=links.LINKS_TIMEOUT_SECONDS, context=context) as r:
+            return bytes(r.read())
+
+    return links.public_page(ws_url, fetch)
+
+
+def gm_link(ns: argparse.Namespace) -> int:
     result, ws_url = asyncio.run(_gm_link(ns))
-    link = page_link(ws_url, result["room"], result["gm_token"], public_page(ws_url, _ssl(ns)))
+    link = links.page_link(ws_url, result["room"], result["gm_token"], _public_page(ns))
     print(
         f"room {result['room']!r}: a new link for its GM {result['user']} (the old one no "
         "longer works; it holds the GM's token: give it to them only):",
@@ -398,10 +399,8 @@ def import_(ns: argparse.Namespace) -> int:
     )
     tokens = result.get("tokens") or {}
     if tokens:
-        from client_stub.cli import page_link, public_page
-
         ws_url, _ = _urls(ns)
-        page = public_page(ws_url, _ssl(ns))
+        page = _public_page(ns)
         users = (doc.get("state") or {}).get("users") or {}
         print(
             "every user has a new token; their links (each holds a token: give each to its "
@@ -412,7 +411,7 @@ def import_(ns: argparse.Namespace) -> int:
             user = users.get(uid, {})
             print(
                 f"{uid}\t{user.get('role', '?')}\t{user.get('name', '?')}\t"
-                f"{page_link(ws_url, result['room'], token, page)}",
+                f"{links.page_link(ws_url, result['room'], token, page)}",
                 flush=True,
             )
     return EXIT_OK

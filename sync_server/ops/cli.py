@@ -213,7 +213,7 @@ async def serve(
         if srv.links_local:
             out.say(
                 "links name this machine only; for players elsewhere set --public-url "
-                "(the address they reach, e.g. wss://vtt.example/): docs/deploy.md"
+                "(the address they reach, e.g. https://vtt.example/): docs/deploy.md"
             )
         if worker is not None:
             worker(srv, stop)

@@ -15,6 +15,7 @@ from typing import Any
 
 from sync_server.core.auth import write_secret_file
 from sync_server.hosting.server import Server
+from sync_server.wire.links import page_link
 
 DEMO_ROOM = "demo"
 DEMO_TOKENS_FILE = "demo_tokens.json"
@@ -154,4 +155,4 @@ async def _rotate_all(srv: Server, path: Any) -> dict[str, dict[str, str]]:
 
 def page_url(srv: Server, token: str, room: str = DEMO_ROOM) -> str:
     """A page link for the demo: on the public URL when set, https with TLS."""
-    return f"{srv.page_url}#room={room}&token={token}"
+    return page_link(srv.page_url, room, token)

@@ -193,14 +193,15 @@ def show_dsn(dsn: str) -> str:
     return describe_dsn(dsn)
 
 
-def ws_url(s: str) -> str:
-    """A ws:// or wss:// URL; the page's http(s):// address is taken too."""
-    if s.startswith("https://"):
-        s = "wss://" + s[len("https://") :]
-    elif s.startswith("http://"):
-        s = "ws://" + s[len("http://") :]
-    if not s.startswith(("ws://", "wss://")):
-        raise ValueError(f"expected a ws:// or wss:// URL (or the page's https://), got {s!r}")
+def public_url(s: str) -> str:
+    """The address players reach the server at: ws(s):// or the page's
+    http(s)://, kept as given (the configuration printed at start shows
+    what was typed; sync_server/wire/links.py turns it into page links and
+    WebSocket addresses)."""
+    if not s.startswith(("ws://", "wss://", "http://", "https://")):
+        raise ValueError(
+            f"expected the page's http:// or https:// address (or ws://, wss://), got {s!r}"
+        )
     return s
 
 

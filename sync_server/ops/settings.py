@@ -129,8 +129,8 @@ SETTINGS: tuple[Setting, ...] = (
         "affordances",
         kinds.BOOL,
         True,
-        "put in each viewer's view what they may do now (docs/protocol.md); false only to "
-        "measure its cost (the server bench)",
+        "tell each page and client which actions its user may take now, and why not "
+        "(docs/protocol.md); false only to measure what that costs (the server bench)",
         flag="",
     ),
     _server(
@@ -195,13 +195,13 @@ SETTINGS: tuple[Setting, ...] = (
     _server(
         "public_url",
         kinds.Kind(
-            "a ws:// or wss:// URL",
-            lambda s: kinds.ws_url(kinds.nonempty(s)),
-            lambda v: kinds.ws_url(kinds.nonempty(kinds.text_toml(v))),
+            "an http(s):// or ws(s):// URL",
+            lambda s: kinds.public_url(kinds.nonempty(s)),
+            lambda v: kinds.public_url(kinds.nonempty(kinds.text_toml(v))),
             show=lambda v: "none (the address bound)" if v is None else v,
         ),
         None,
-        "the address players reach this server at, e.g. wss://vtt.example/ or "
+        "the address players reach this server at, e.g. https://vtt.example/ or "
         "https://vtt.example/vtt/ behind a proxy: every link printed or shown uses it "
         "(demo, create-room, invitations); cluster mode: this node's address in redirects",
         metavar="URL",

@@ -452,20 +452,32 @@ def start_subprocess_server(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    output: list[str] = []
-    assert proc.stdout is not None
     # the listening line, in text or in a JSON log line (the URL ends at a quote)
-    pattern = re.compile(r"vtt-sync listening on (wss?://[^\s\"]+)")
-    for _ in range(200):  # bounded: the line comes within a few lines
+    m, output = read_until(proc, re.compile(r"vtt-sync listening on (wss?://[^\s\"]+)"), 200)
+    if m:
+        return ChildServer(proc, m.group(1), output)
+    proc.kill()
+    raise RuntimeError("server did not start:\n" + "".join(output))
+
+
+def read_until(
+    proc: subprocess.Popen[str], pattern: re.Pattern[str], max_lines: int
+) -> tuple[re.Match[str] | None, list[str]]:
+    """Read `proc`'s output line by line until one matches `pattern`, at
+    most `max_lines` lines (bounded: a server says it listens within a few
+    lines): (the match or None when it ended first or never said it, the
+    lines read)."""
+    assert proc.stdout is not None
+    output: list[str] = []
+    for _ in range(max_lines):
         line = proc.stdout.readline()
         if not line:
             break
         output.append(line)
         m = pattern.search(line)
         if m:
-            return ChildServer(proc, m.group(1), output)
-    proc.kill()
-    raise RuntimeError("server did not start:\n" + "".join(output))
+            return m, output
+    return None, output
 
 
 def msgpack_frame(frame: Any) -> bytes:

@@ -7,14 +7,16 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from client_stub import Client
-from client_stub.cli import build_parser, main, normalize_url, parse_pairs, room_id_from_name
+from client_stub.cli import build_parser, main, parse_pairs, room_id_from_name
 from rules import catalog
+from sync_server.wire.links import ws_url
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN
 
@@ -60,8 +62,8 @@ def test_parse_pairs_json_or_string() -> None:
         parse_pairs(["amount"])
     assert room_id_from_name("Thursday table: the Return!") == "thursday-table-the-return"
     assert room_id_from_name("¡¡!!") == "room"
-    assert normalize_url("http://h:1/#room=x&token=y") == "ws://h:1/"
-    assert normalize_url("127.0.0.1:8765") == "ws://127.0.0.1:8765/"
+    assert ws_url("http://h:1/#room=x&token=y") == "ws://h:1/"
+    assert ws_url("127.0.0.1:8765") == "ws://127.0.0.1:8765/"
 
 
 async def test_cmd_prints_what_changed_as_sentences(table: LiveTable) -> None:
@@ -161,13 +163,21 @@ async def test_a_refused_connection_fails_at_once_with_one_clear_line() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again below: connections are refused
     url = f"ws://127.0.0.1:{port}/"
+    refused = "connection refused (is `vtt-sync serve` running at that address and port?)"
     for action in (["cmd", "damage", "char=c1", "amount=1"], ["state"]):
         code, out, err = await run(None, "--timeout", "60", *action, env={"VTT_SYNC_URL": url})
         assert (code, out) == (3, "")
-        assert err == (
-            f"vtt-sync client: cannot connect to {url}: connection refused "
-            "(is `vtt-sync serve` running?)\n"
-        )
+        assert err == f"vtt-sync client: cannot connect to {url}: {refused}\n"
+    # `vtt-sync admin` says it the same way, over WebSocket and over HTTP
+    for task, address in ((["gm-link", "r1"], url), (["rooms"], f"http://127.0.0.1:{port}/")):
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "sync_server", "admin", *task],
+            cwd=REPO, capture_output=True, text=True, timeout=30,
+            env={**os.environ, "VTT_SYNC_URL": url, "VTT_SYNC_ADMIN_TOKEN": "x" * 40},
+        )  # fmt: skip
+        assert (done.returncode, done.stdout) == (3, "")
+        assert done.stderr == f"vtt-sync admin: cannot connect to {address}: {refused}\n"
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -52,7 +52,7 @@ def test_watch_without_a_server_says_what_to_do() -> None:
     code, _, err = run(client_main, "watch", "--once", "--url", "ws://127.0.0.1:9/",
                        "--token=" + "x" * 40, "--room", "r1", "--timeout", "3")  # fmt: skip
     assert code == 3
-    assert "connection refused: is `vtt-sync serve` running" in err
+    assert "connection refused (is `vtt-sync serve` running at that address and port?)" in err
     assert "ConnectionRefusedError" not in err and "Errno" not in err
 
 

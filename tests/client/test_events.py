@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,9 @@ import pytest
 from client_stub.events import TEXTS, EventText, Names
 from rules import Viewer, catalog, view_events
 from tests.helpers.tour import tour
+
+REPO = Path(__file__).resolve().parents[2]
+HOUR = 3600
 
 RAW = re.compile(r"\w=\S|\{|\}|\bNone\b|\bu\d+\b|\?|\w_\w")  # key=value, placeholders, ids
 
@@ -123,16 +127,72 @@ def test_the_table_is_valid_json_with_the_documented_rule_shapes() -> None:
             for r in rule:
                 walk(r)
             return
-        assert isinstance(rule, dict) and len({"if", "has", "case"} & set(rule)) == 1, rule
-        for key in ("then", "else"):
+        assert isinstance(rule, dict), rule
+        assert len({"if", "has", "case", "each", "join"} & set(rule)) == 1, rule
+        for key in ("then", "else", "none"):
             if key in rule:
                 walk(rule[key])
-        for r in (rule.get("of") or {}).values():
+        for r in [*(rule.get("of") or {}).values(), *rule.get("join", [])]:
             walk(r)
 
     for rule in [*TEXTS["events"].values(), TEXTS["unknown"]]:
         walk(rule)
     json.dumps(TEXTS)
+
+
+VECTORS = json.loads((REPO / "tests/vectors/event_sentences.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", VECTORS["cases"], ids=lambda c: c["about"])
+def test_the_shared_cases_read_as_the_page_reads_them(case: dict[str, Any]) -> None:
+    """tests/js/event-text.test.mjs checks the page's interpreter says the same."""
+    names = Names()
+    names.update(VECTORS["names"])
+    history = case.get("history") or {}
+    said = EventText(names, history=lambda v: history.get(str(v))).sentence(case["event"])
+    assert said == case["said"]
+
+
+def test_a_tended_check_says_tending_raised_it_to_10() -> None:
+    """L4, as the rules emit it: d20 1 + Con 2 + tending 2 = 5, raised to 10."""
+    from tests.helpers.table import Table
+
+    t = Table()
+    a, h = t.add("Aria"), t.add("Hugo")
+    t.stabilised(a)
+    t.do("tend", char=h, patient=a)
+    t.dice.push(15, 1)  # Hugo's Medicine succeeds, Aria's d20 is a 1
+    done = t.do("advance_clock", seconds=HOUR)
+    names = Names()
+    names.update(done.room.to_dict())
+    said = [EventText(names).sentence(e) for e in done.events if e["kind"] == "roll"]
+    assert said[1] == (
+        "Aria rolls Constitution (hour 1): d20 1 +2 +2 = 5, raised to 10 by tending"
+        " — stays stable (20 would wake)"
+    )
+
+
+def test_a_rest_names_only_the_abilities_it_restored() -> None:
+    """R2, as the rules emit it: no ability damaged, none named; Str damaged,
+    only Str named."""
+    from tests.helpers.table import Table
+
+    t = Table()
+    a = t.add("Aria")
+    t.do("damage", char=a, amount=25)
+    names = Names()
+    said = []
+    for hurt in (None, "str"):
+        if hurt:
+            t.do("ability_damage", char=a, ability=hurt, amount=2)
+        t.do("rest", char=a, kind="night")
+        done = t.do("advance_clock", seconds=8 * HOUR)
+        names.update(done.room.to_dict())
+        (recover,) = [e for e in done.events if e["kind"] == "recover"]
+        said.append(EventText(names).sentence(recover))
+    assert said[0].startswith("Aria recovers ") and "Str" not in said[0], said
+    assert not re.search(r"\b(Dex|Con|Int|Wis|Cha)\b|point", said[0] + said[1]), said
+    assert said[1].endswith(" and 1 Str (night's rest)"), said
 
 
 def _as_status(state: dict[str, Any]) -> dict[str, Any]:

@@ -126,6 +126,7 @@ def test_R2_night_rest_restores_pe_pp_level_pv_and_one_ability_point():
             "pe": 15,
             "pp": 4,
             "abilities": 1,
+            "restored": {"str": 1, "wis": 1},  # the damaged ones only
             "at": 8 * HOUR,
         }
     ]

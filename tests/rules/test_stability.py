@@ -231,6 +231,7 @@ def test_L2_still_stable_after_the_eighth_check_wakes_as_after_a_night():
             "pe": 15,
             "pp": 1,
             "abilities": 1,
+            "restored": {"str": 1, "dex": 1},  # the damaged abilities, 1 point each
             "at": 8 * HOUR,
         }
     ]
@@ -317,6 +318,7 @@ def test_L4_healer_medicine_check_before_each_constitution_check(
 ):
     """L4: just before the Constitution check the healer makes a Medicine
     check DC 15; success gives +2 and raises a total below 10 to 10."""
+    raw = con_d20 + 2 + bonus
     t = Table()
     a, h = t.add("A"), t.add("H")
     t.stabilised(a)
@@ -352,6 +354,8 @@ def test_L4_healer_medicine_check_before_each_constitution_check(
             "outcome": outcome,
             "source": "server",
             "hour": 1,
+            # the sum L4 replaced, when it raised the total
+            **({"raised_from": raw} if raw < total else {}),
             "at": HOUR,
         },
     ]

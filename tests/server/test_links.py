@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import urllib.request
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -102,3 +103,87 @@ async def test_links_json_without_a_public_url_is_null(tmp_path: Path) -> None:
         body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read())
         assert json.loads(body) == {"page": None}
         assert srv.page_url == f"http://127.0.0.1:{srv.port}/" and srv.links_local
+
+
+def _run(main, argv: list[str]) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        code = main(argv)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def test_cli_invitations_and_gm_links_name_the_public_url_given_as_http(tmp_path: Path) -> None:
+    """`serve --public-url http://vtt.lan:PORT/`: the configuration shows the
+    address as typed, and every link a CLI prints through the local address
+    (create-room, `cmd add_user`, `cmd rotate_token`, `admin gm-link`) names
+    the public one; the cluster redirect address stays a WebSocket one."""
+    from sync_server.ops.cli import main as vtt_main
+
+    public = "http://vtt.lan:18765/"
+    child = start_subprocess_server(tmp_path / "data", "--public-url", public)
+    try:
+        port = int(child.url.rsplit(":", 1)[1])
+        local = f"ws://127.0.0.1:{port}/"
+        out = served(child)
+        assert re.search(rf"public_url\s+{re.escape(public)}\s+\(flag\)", out), out
+        assert "ws://vtt.lan" not in out
+        assert f"page:       {public}" in out
+        code, link, err = _run(
+            client_main, ["create-room", "Thursday", f"--url={local}", f"--token={ADMIN_TOKEN}"]
+        )
+        assert code == 0, err
+        assert link.startswith(f"{public}#room=thursday&token="), link
+        gm_token = link.strip().rsplit("token=", 1)[1]
+        gm = ["--url", local, "--room", "thursday", "--token", gm_token]
+        code, said, err = _run(client_main, ["cmd", *gm, "add_user", "name=Dana", "role=player"])
+        assert code == 0, err
+        (invite,) = re.findall(r"\S+#room=thursday&token=\S+", said)
+        assert invite.startswith(public), said
+        code, state, err = _run(client_main, ["state", *gm])
+        assert code == 0, err
+        (user,) = [u for u, d in json.loads(state)["users"].items() if d["name"] == "Dana"]
+        code, said, err = _run(client_main, ["cmd", *gm, "rotate_token", f"user={user}"])
+        assert code == 0, err
+        (renewed,) = re.findall(r"\S+#room=thursday&token=\S+", said)
+        assert renewed.startswith(public) and renewed != invite, said
+        code, said, err = _run(
+            vtt_main, ["admin", "gm-link", "thursday", "--url", local, "--token", ADMIN_TOKEN]
+        )
+        assert code == 0, err
+        assert said.startswith(f"{public}#room=thursday&token="), said
+    finally:
+        child.terminate()
+
+
+def test_one_function_builds_every_link() -> None:
+    from sync_server.wire import links
+
+    assert links.ws_url("https://vtt.example/vtt/#room=x") == "wss://vtt.example/vtt/"
+    assert links.ws_url("127.0.0.1:8765") == "ws://127.0.0.1:8765/"
+    for given in ("ws://h:1", "http://h:1/", "h:1"):
+        assert links.page_base(given) == "http://h:1/"
+    assert links.page_base("wss://vtt.example/vtt") == "https://vtt.example/vtt/"
+    assert links.page_base("https://vtt.example/vtt/?x=1") == "https://vtt.example/vtt/"
+    assert (
+        links.page_link("ws://127.0.0.1:8765/", "r 1", "t&k", "https://vtt.example/")
+        == "https://vtt.example/#room=r+1&token=t%26k"
+    )
+    assert links.page_link("wss://h:1/", "r", "t") == "https://h:1/#room=r&token=t"
+    assert links.links_document(None) == {"page": None}
+    assert links.links_document("ws://vtt.lan:8765") == {"page": "http://vtt.lan:8765/"}
+
+    def server_says(body: bytes) -> Callable[[str], bytes]:
+        def fetch(url: str) -> bytes:
+            assert url == "http://h:1/links.json"
+            return body
+
+        return fetch
+
+    def unreachable(url: str) -> bytes:
+        raise OSError("connection refused")
+
+    assert links.public_page("ws://h:1", server_says(b'{"page": "https://p/"}')) == "https://p/"
+    assert links.public_page("ws://h:1", server_says(b'{"page": null}')) is None
+    assert links.public_page("ws://h:1", server_says(b"<html>")) is None  # an older server
+    assert links.public_page("ws://h:1", server_says(b'{"page": "javascript:x"}')) is None
+    assert links.public_page("ws://h:1", unreachable) is None

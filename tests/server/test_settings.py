@@ -86,7 +86,7 @@ def test_every_setting_reads_from_each_of_its_sources(tmp_path: Path) -> None:
             "postgresql://vtt@db.example:5432/vtt",
             "postgresql://vtt@db.example:5432/vtt",
         ),
-        "public_url": ("wss://node-2.example:8765/", "wss://node-2.example:8765/"),
+        "public_url": ("https://node-2.example/vtt/", "https://node-2.example/vtt/"),
         "node_id": ("node-2", "node-2"),
         "lease_seconds": ("5", 5),
         "workers": ("2", 2),

@@ -24,6 +24,7 @@ from sync_server.hosting.tls import TlsError
 from sync_server.testing.server import seen_by
 from tests.helpers.http import api, bearer, events
 from tests.helpers.server import (
+    ADMIN_TOKEN,
     WAIT,
     create_table,
     on_both_transports,
@@ -103,7 +104,7 @@ async def test_https_and_wss_with_a_self_signed_certificate(tmp_path: Path, cert
             await p1.wait_version(gm.v, timeout=WAIT)
             assert p1.state == seen_by(gm.state, rules.Viewer(p1.user, p1.role))
         # without it, the certificate is refused: a clear connection failure
-        with pytest.raises(ConnectionFailed, match="CERTIFICATE_VERIFY_FAILED"):
+        with pytest.raises(ConnectionFailed, match=r"certificate is not trusted.*--ca-file"):
             async with Client(srv.url, t.tokens["p1"], "r1", retry_first=False):
                 pass
         # plain ws:// to the TLS port gets no session
@@ -115,6 +116,32 @@ async def test_https_and_wss_with_a_self_signed_certificate(tmp_path: Path, cert
         assert code == 0
         assert await asyncio.to_thread(client_main, argv) == 3  # untrusted: no connection
         await gm.close()
+
+
+@pytest.mark.http_door  # `admin rooms` reads /admin/rooms over HTTPS
+async def test_an_untrusted_certificate_names_the_fix_in_both_clis(
+    tmp_path: Path, certs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A self-signed certificate without --ca-file: `client` and `admin` say
+    it is not trusted and name --ca-file, in the same words; with it, both work."""
+    from sync_server.ops.cli import main as vtt_main
+
+    cert, key = certs["first"]
+    async with running_server(tmp_path / "data", tls_cert=cert, tls_key=key) as srv:
+        t = await create_table(srv.url, ssl=tls_context(str(cert)))
+        client = ["state", "--url", srv.url, f"--token={t.tokens['obs']}", "--room", "r1"]
+        admin = ["admin", "rooms", "--url", srv.url, "--token", ADMIN_TOKEN]
+        said = []
+        for main, argv in ((client_main, client), (vtt_main, admin)):
+            assert await asyncio.to_thread(main, argv) == 3
+            out, err = capsys.readouterr()
+            assert out == "" and len(err.splitlines()) == 1, err
+            assert "certificate is not trusted (self-signed certificate)" in err, err
+            assert "--ca-file FILE (or VTT_SYNC_CA_FILE)" in err, err
+            said.append(err.split(": ", 1)[1].split(": ", 1)[1])  # after "cannot connect to URL"
+            assert await asyncio.to_thread(main, [*argv, "--ca-file", str(cert)]) == 0
+            capsys.readouterr()
+        assert said[0] == said[1]  # one wording
 
 
 async def test_reload_serves_the_new_certificate_to_new_connections(tmp_path: Path, certs) -> None:
