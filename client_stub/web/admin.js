@@ -5,10 +5,9 @@
 // (#token=...), which the browser never sends in an HTTP request; it goes to
 // this server only, in an Authorization header or over the WebSocket.
 
+import { $, el } from "./dom.js";
 import { confirmDialog, toast } from "./notices.js";
 import { VttSyncClient } from "./vtt-sync-client.js";
-
-const $ = (sel) => document.querySelector(sel);
 
 /** "Thursday table" -> "thursday-table" (as the CLI does). */
 export function roomIdFromName(name) {
@@ -19,13 +18,6 @@ export function roomIdFromName(name) {
     .slice(0, 64)
     .replace(/[-_.]+$/g, "");
   return slug || "room";
-}
-
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined && text !== null) node.textContent = text;
-  return node;
 }
 
 function notice(title, message, kind = "error") {
