@@ -23,6 +23,9 @@ export const page = {
   /** The GM's combat setup: the order being made ([{id, on}]) and the
    * initiative bonus given to each character (T4), kept for re-rolls. */
   combatSetup: { order: null, bonus: {} },
+  /** The GM's edits of a running combat: the panel in edit mode, the
+   * natural d20s typed for an initiative, the combatant being dragged. */
+  combatEdit: { on: false, d20: {}, dragging: null },
   /** Table setup: opened once on arrival, folded once play starts, and the
    * character the form edits (null: a new one). */
   tableSetup: { opened: false, folded: false, editing: null },

@@ -20,7 +20,7 @@ export function renderUndo() {
 }
 
 /** What the undo would revert, in words ("Bastien's first aid on Chloe"). */
-function undoPhrase(undo) {
+export function undoPhrase(undo) {
   return page.eventText.command(undo.op, page.patchEvents.get(undo.v)) ?? `version ${undo.v} by ${userName(undo.by)}`;
 }
 
