@@ -199,6 +199,7 @@ OPS: dict[str, OpDoc] = {
         (
             ("conflict", "a character with this `id` exists"),
             ("rule", "the sheet breaks an invariant (a current value above its maximum, pv 0)"),
+            ("rule", "`owner` is an observer (observers play no character)"),
         ),
         result='{"char": "c5"}',
     ),
@@ -211,7 +212,10 @@ OPS: dict[str, OpDoc] = {
         {"char": "the character's id", "set": "the fields to change and their new values"},
         {"char": "c1", "set": {"pv": 12, "owner": "u3"}},
         ("condition", "rest", "tend", "character"),
-        (("rule", "the result breaks an invariant (pv above pv_max, dying with pv 1, ...)"),),
+        (
+            ("rule", "the result breaks an invariant (pv above pv_max, dying with pv 1, ...)"),
+            ("rule", "`owner` is an observer (observers play no character)"),
+        ),
     ),
     "remove_character": OpDoc(
         "remove a character",
