@@ -89,7 +89,10 @@ function roomRow(room) {
   const who = room.connected.map(
     (c) => `${c.name ?? c.user} (${c.role ?? "?"})${c.sessions > 1 ? ` ×${c.sessions}` : ""}`,
   );
-  const actions = el("td", "row wrap end");
+  // the cell stays a table cell (its row's height and line); the buttons
+  // are laid out in a box inside it
+  const actions = el("td", "room-actions");
+  const buttons = el("div", "row wrap end");
   for (const [action, label] of [
     ["export", "Export"],
     ["gm-link", "New GM link"],
@@ -98,8 +101,9 @@ function roomRow(room) {
     const b = el("button", action === "delete" ? "danger" : null, label);
     b.type = "button";
     b.dataset.action = action;
-    actions.append(b);
+    buttons.append(b);
   }
+  actions.append(buttons);
   tr.append(
     name,
     el("td", "room-v", String(room.v)),

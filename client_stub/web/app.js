@@ -40,6 +40,7 @@ function render() {
   renderUndo();
   const queued = state.queued_rolls || [];
   $("#queued-rolls").textContent = queued.length ? `queued: ${queued.join(", ")}` : "no queued d20";
+  $("#more-tools-note").textContent = queued.length ? `${queued.length} d20 queued` : "";
   $('[data-seconds="round"]').title = `One round (${state.round_seconds ?? 6} s)`;
   renderTurn(state);
   renderTableSetup(state);
@@ -78,7 +79,8 @@ async function advanceClock(seconds, button) {
     const lines = [`Advancing ${formatDuration(seconds)} runs every timed rule in it (stability checks, rests) in the middle of the fight.`];
     if (!(await confirmDialog("Combat is running: advance anyway?", lines, "Advance"))) return;
   }
-  run("advance_clock", { seconds }, button);
+  const fieldOf = (path) => (path === "seconds" && button.id === "advance-custom" ? $("#advance-seconds") : null);
+  run("advance_clock", { seconds }, button, { fieldOf });
 }
 
 function queueRolls(btn) {
@@ -90,12 +92,25 @@ function queueRolls(btn) {
     errorToast("invalid_args", "Enter natural d20 results, e.g. 12, 4, 18.");
     return;
   }
-  run("queue_rolls", { rolls }, btn).then((ack) => {
+  const fieldOf = (path) => (path.startsWith("rolls") ? $("#queue-rolls") : null);
+  run("queue_rolls", { rolls }, btn, { fieldOf }).then((ack) => {
     if (ack) $("#queue-rolls").value = "";
   });
 }
 
+/** The toolbar's second half is open on a wide screen (its summary does
+ * not show there), folded on a phone (style.css). */
+function unfoldToolsWhenWide() {
+  const wide = matchMedia("(min-width: 521px)");
+  const unfold = () => {
+    if (wide.matches) $("#more-tools").open = true;
+  };
+  wide.addEventListener("change", unfold);
+  unfold();
+}
+
 function wireControls() {
+  unfoldToolsWhenWide();
   $("#gm-controls").addEventListener("click", (ev) => {
     const btn = ev.target.closest("button[data-action]");
     if (!btn || !page.client?.state) return;

@@ -3,7 +3,7 @@
 // viewer may take on it, as the server offers them (its affordances).
 
 import { run, errorToast } from "./commands.js";
-import { $ } from "./dom.js";
+import { $, $$, el } from "./dom.js";
 import { formatDuration } from "./event-text.js";
 import { fillPicker, offerButton, offerChoices, offering } from "./offers.js";
 import { affordancesOf, byTableOrder, currentOf, isGM, numbersHidden, page, userName } from "./page.js";
@@ -31,6 +31,7 @@ function clearBar(stat) {
 function makeCard(id) {
   const card = $("#char-template").content.firstElementChild.cloneNode(true);
   card.dataset.char = id;
+  for (const unit of $$(".act", card)) unit.append(el("span", "why")); // said when folded
   card.addEventListener("click", (ev) => {
     const btn = ev.target.closest("button[data-action]");
     if (btn) onCardAction(id, btn.dataset.action, card, btn);
@@ -39,7 +40,7 @@ function makeCard(id) {
   pick.addEventListener("change", () => {
     const c = page.client.state?.characters?.[id];
     if (c && pick.value !== (c.shown ?? "full")) {
-      run("update_character", { char: id, set: { shown: pick.value } }, pick, $(".card-result", card));
+      run("update_character", { char: id, set: { shown: pick.value } }, pick, { result: $(".card-result", card) });
     }
   });
   return card;
@@ -48,7 +49,8 @@ function makeCard(id) {
 function onCardAction(id, action, card, btn) {
   const amount = Number.parseInt($(".amount", card).value, 10);
   const result = $(".card-result", card);
-  const act = (op, args) => run(op, args, btn, result);
+  const fieldOf = (path) => (path === "amount" ? $(".amount", card) : null);
+  const act = (op, args) => run(op, args, btn, { result, fieldOf });
   switch (action) {
     case "damage":
     case "heal":
@@ -164,32 +166,53 @@ function updateTags(card, c, state) {
   tag($(".ability-damage", card), dmg.map(([k, v]) => `${k.toUpperCase()} −${v}`).join(" · "));
 }
 
-// Controls: what this viewer may do now, as the server says it (the
-// affordances in their state). A button is shown for each action offered,
-// disabled with its reason for one that cannot be done now.
+// The buttons shown for the character's own offers (first aid and tending
+// are offered under the medic or healer: see updateControls).
+const OFFERED_OPS = ["damage", "heal", "ability_damage", "ability_restore", "untend", "stabilize", "stay_in_fight", "rest", "stop_rest"];
+
+/** Put `units` in `box` in their order, before `tail` (moves only when it changed). */
+function place(box, units, tail) {
+  const there = [...box.children].filter((n) => units.includes(n));
+  if (there.length === units.length && there.every((n, i) => n === units[i])) return;
+  for (const unit of units) box.insertBefore(unit, tail);
+}
+
+// Actions: what this viewer may do now, as the server says it (the
+// affordances in their state). Each action (.act, data-ops: its ops) shows
+// when one of its ops is offered: on the card when it can be done now, else
+// folded behind the card's one "More", disabled, with the server's reason.
+// An occasional action (data-fold: ability damage) folds there too, enabled:
+// a card at phone width then holds its bars and one row of actions.
 function updateControls(card, id, state) {
   const mine = affordancesOf(id);
-  const gmTools = ["damage", "heal", "ability_damage", "ability_restore"];
-  for (const op of gmTools) offerButton($(`[data-action="${op}"]`, card), mine[op]);
-  $(".gm-only", card).hidden = !gmTools.some((op) => mine[op]);
-  const own = ["stabilize", "stay_in_fight", "rest", "stop_rest"];
-  for (const op of own) offerButton($(`[data-action="${op}"]`, card), mine[op]);
+  for (const op of OFFERED_OPS) offerButton($(`[data-action="${op}"]`, card), mine[op]);
   offerChoices($(".rest-kind", card), mine.rest, "kind");
-  $(".rest-row", card).hidden = !mine.rest && !mine.stop_rest;
-  $(".owner-only", card).hidden = !own.some((op) => mine[op]);
   $(".shown-pick", card).hidden = !mine.update_character;
-
   // first aid (S1) and tending (L4) are offered under the medic or healer:
   // this card lists those whose offer names this character as the patient.
   const medics = offering("first_aid", id, state);
-  $(".aid", card).hidden = medics.length === 0;
   fillPicker($(".medic", card), medics);
   const healers = offering("tend", id, state);
-  offerButton($('[data-action="untend"]', card), mine.untend);
-  $(".tend", card).hidden = healers.length === 0 && !mine.untend;
-  $('[data-action="tend"]', card).hidden = healers.length === 0;
-  $(".healer-pick", card).hidden = healers.length === 0;
   fillPicker($(".healer-pick", card), healers);
+  const asPatient = { first_aid: medics.length ? {} : null, tend: healers.length ? {} : null };
+  const now = [];
+  const later = [];
+  for (const unit of $$(".act", card)) {
+    const entries = unit.dataset.ops
+      .split(" ")
+      .map((op) => (op in asPatient ? asPatient[op] : mine[op]))
+      .filter(Boolean);
+    unit.hidden = entries.length === 0;
+    if (unit.hidden) continue;
+    const possible = entries.some((entry) => !entry.why);
+    (possible && !("fold" in unit.dataset) ? now : later).push(unit);
+    $(".why", unit).textContent = possible ? "" : entries.map((entry) => page.eventText.reason(entry.why)).join("; ");
+  }
+  const more = $(".more", card);
+  place($(".actions", card), now, more);
+  place($(".later", card), later, null);
+  more.hidden = later.length === 0;
+  $(".actions", card).hidden = now.length + later.length === 0;
 }
 
 function updateCard(card, id, c, state) {

@@ -127,7 +127,9 @@ async function onTool(ev) {
   const edit = editArgs(btn.dataset.edit, id, combat);
   if (!edit) return;
   const action = btn.dataset.edit;
-  const ack = await run(edit[0], edit[1], btn);
+  const row = btn.closest("li");
+  const fieldOf = (path) => (path.startsWith("rolls") ? row.querySelector(".init-d20") : null);
+  const ack = await run(edit[0], edit[1], btn, { fieldOf });
   if (ack && action === "initiative") {
     delete page.combatEdit.d20[id]; // rolled: its box empties
     page.render();

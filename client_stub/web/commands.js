@@ -4,6 +4,7 @@
 // words, its text the server's message).
 
 import { $ } from "./dom.js";
+import { markField, refusedArg } from "./fields.js";
 import { describeEvent } from "./log.js";
 import { toast } from "./notices.js";
 import { page } from "./page.js";
@@ -46,8 +47,9 @@ export function showWaiting() {
 }
 
 /** Send `op`; its ack, or null when refused (said in a toast). `button` is
- * disabled while it waits; `resultBox` (a card's) shows what it did. */
-export async function run(op, args, button, resultBox = null) {
+ * disabled while it waits; `result` (a card's box) shows what it did;
+ * `fieldOf(path)` gives the field holding an argument, marked if refused. */
+export async function run(op, args, button, { result = null, fieldOf = null } = {}) {
   const client = page.client;
   if (!client) return null;
   if (button) button.disabled = true;
@@ -58,13 +60,18 @@ export async function run(op, args, button, resultBox = null) {
     const promise = client.command(op, args, { id });
     showWaiting();
     const ack = await promise;
-    if (resultBox) showResult(resultBox, ack);
+    if (result) showResult(result, ack);
     if (waited) toast("ok", "Done", `${opWords(op)}: applied once the server answered`);
     return ack;
   } catch (err) {
     if (err.code === "expired") {
       errorToast("expired", `${opWords(op)}: the server did not answer in time; nothing changed`);
-    } else errorToast(err.code || "error", err.serverMessage || err.message);
+    } else {
+      errorToast(err.code || "error", err.serverMessage || err.message);
+      const arg = fieldOf ? refusedArg(err.serverMessage) : null;
+      const field = arg ? fieldOf(arg.path) : null;
+      if (field) markField(field, arg.words);
+    }
     return null;
   } finally {
     clearTimeout(expiry);

@@ -32,6 +32,7 @@ export const page = {
   /** Where invitation links point (links.json, the server's --public-url). */
   links: { publicPage: null, read: Promise.resolve() },
   commandsSent: 0, // numbers the commands' ids
+  fieldMarks: 0, // numbers the messages beside refused fields (fields.js)
   /** Draws the page again from the mirror (set by app.js). */
   render: () => {},
 };

@@ -4,6 +4,7 @@
 
 import { run } from "./commands.js";
 import { $, $$, el } from "./dom.js";
+import { clearFields } from "./fields.js";
 import { copyLink, showLink } from "./links.js";
 import { confirmDialog, toast } from "./notices.js";
 import { affordances, byTableOrder, charName, page, userName } from "./page.js";
@@ -29,9 +30,12 @@ export function foldSetupOnPlay(patch) {
 function setupSummary(state) {
   const people = Object.keys(state?.users || {}).length;
   const chars = Object.keys(state?.characters || {}).length;
-  $("#setup-summary").textContent = $("#setup").open
-    ? "room, people and their links, characters"
-    : `${people} ${people === 1 ? "person" : "people"} · ${chars} character${chars === 1 ? "" : "s"} · open to change`;
+  const line = $("#setup-summary");
+  if ($("#setup").open) line.textContent = "room, people and their links, characters";
+  else {
+    const counts = `${people} ${people === 1 ? "person" : "people"} · ${chars} character${chars === 1 ? "" : "s"}`;
+    line.replaceChildren(counts, el("span", "wide-only", " · open to change")); // a phone's line: the counts
+  }
 }
 
 export function renderTableSetup(state) {
@@ -100,14 +104,14 @@ function onRoomSubmit(ev) {
   if (Number.isFinite(round) && round !== state.round_seconds) args.round_seconds = round;
   if (form.skip_dead.checked !== (state.skip_dead ?? true)) args.skip_dead = form.skip_dead.checked;
   if (!Object.keys(args).length) return toast("ok", "Nothing changed", "");
-  run("update_room", args, ev.submitter);
+  run("update_room", args, ev.submitter, { fieldOf: (path) => form.elements[path] ?? null });
 }
 
 async function onInvite(ev) {
   ev.preventDefault();
   const form = ev.currentTarget;
   const name = form.name.value.trim();
-  const ack = await run("add_user", { name, role: form.role.value }, ev.submitter);
+  const ack = await run("add_user", { name, role: form.role.value }, ev.submitter, { fieldOf: (path) => form.elements[path] ?? null });
   if (ack?.result?.token) {
     form.reset();
     showLink(name, ack.result.token);
@@ -162,13 +166,20 @@ function openCharForm(cid) {
   const form = $("#char-form");
   const state = page.client.state;
   const owner = form.owner;
-  // players first; the others too, so that editing never drops an owner
-  const users = Object.entries(state.users || {}).sort((a, b) => (a[1].role === "player" ? 0 : 1) - (b[1].role === "player" ? 0 : 1));
+  // players first, then GMs; an observer plays no character (the server
+  // refuses one), unless it owns this one already (an older room): kept, so
+  // that editing never drops an owner
+  const current = cid === null ? null : state.characters[cid].owner;
+  const rank = ([, u]) => (u.role === "player" ? 0 : 1);
+  const users = Object.entries(state.users || {})
+    .filter(([uid, u]) => u.role !== "observer" || uid === current)
+    .sort((a, b) => rank(a) - rank(b));
   owner.replaceChildren(
     new Option("GM (nobody)", ""),
     ...users.map(([uid, u]) => new Option(u.role === "player" ? u.name : `${u.name} (${u.role})`, uid)),
   );
   form.reset();
+  clearFields(form);
   $$(".edit-only", form).forEach((n) => (n.hidden = cid === null));
   $$(".create-only", form).forEach((n) => (n.hidden = cid !== null));
   $("#char-form-title").textContent = cid === null ? "New character" : `Edit ${charName(cid)} (${cid})`;
@@ -199,6 +210,14 @@ function readCharForm(form) {
   return sheet;
 }
 
+/** The form's field of a sheet's argument: "level", "set.level",
+ * "abilities.str", "set.abilities.str" (fields.js marks it when refused). */
+function sheetField(form, path) {
+  const name = path.replace(/^set\./, "").replace(/^abilities\./, "");
+  const field = form.elements.namedItem(name);
+  return field instanceof HTMLInputElement || field instanceof HTMLSelectElement ? field : null;
+}
+
 async function onCharSubmit(ev) {
   ev.preventDefault();
   const form = ev.currentTarget;
@@ -209,7 +228,7 @@ async function onCharSubmit(ev) {
   let ack;
   if (editing === null) {
     if (sheet.owner === null) delete sheet.owner;
-    ack = await run("add_character", sheet, ev.submitter);
+    ack = await run("add_character", sheet, ev.submitter, { fieldOf: (path) => sheetField(form, path) });
     if (ack) toast("ok", `${sheet.name} joins the table`, `id ${ack.result.char}`);
   } else {
     const c = page.client.state.characters[editing];
@@ -222,7 +241,7 @@ async function onCharSubmit(ev) {
       } else if (current[k] !== v) set[k] = v;
     }
     if (!Object.keys(set).length) return $("#char-dialog").close();
-    ack = await run("update_character", { char: editing, set }, ev.submitter);
+    ack = await run("update_character", { char: editing, set }, ev.submitter, { fieldOf: (path) => sheetField(form, path) });
   }
   if (ack) $("#char-dialog").close();
 }
