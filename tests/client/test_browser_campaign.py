@@ -354,9 +354,10 @@ CLEAR_TOASTS = "document.querySelectorAll('#errors .toast').forEach((t) => t.rem
 async def test_readme_screenshots_of_the_gms_and_a_players_page(
     browser: Any, table: LiveTable
 ) -> None:
-    """The README's pictures (docs/screenshot-gm.png, docs/screenshot-player.png),
-    taken again by every run so they show the page as it is: the demo table
-    in a combat, a character hurt, the goblin (a status NPC) hit."""
+    """The README's pictures (docs/screenshot-gm.png, docs/screenshot-player.png,
+    docs/screenshot-combat-edit.png), taken again by every run so they show
+    the page as it is: the demo table in a combat, a character hurt, the
+    goblin (a status NPC) hit; the combat panel in edit mode."""
     from playwright.async_api import expect
 
     async with Client(table.url, table.token("gm"), ROOM) as gm:
@@ -374,6 +375,10 @@ async def test_readme_screenshots_of_the_gms_and_a_players_page(
         )
     await gm_page.screenshot(path=str(DOCS / "screenshot-gm.png"))
     await player.screenshot(path=str(DOCS / "screenshot-player.png"))
-    for name in ("screenshot-gm.png", "screenshot-player.png"):
+    # the combat panel in edit mode (the GM changes a running combat in place)
+    await gm_page.click("#combat-edit")
+    await expect(gm_page.locator("#combat-order [data-edit]").first).to_be_visible()
+    await gm_page.locator("#combat").screenshot(path=str(DOCS / "screenshot-combat-edit.png"))
+    for name in ("screenshot-gm.png", "screenshot-player.png", "screenshot-combat-edit.png"):
         assert (DOCS / name).stat().st_size > 10_000
     assert gm_page.js_errors == [] and player.js_errors == []
