@@ -5,8 +5,10 @@
 //
 // This module starts the page and draws it from the room's mirror; the parts
 // are modules over one state (page.js): cards.js (the characters), combat.js
-// (turn, order, combat setup), setup.js (the GM's table setup), log.js (the
-// event feed), undo.js, commands.js (sending), links.js (addresses).
+// (whose turn, the order; combat-setup.js before a combat, combat-edit.js
+// the GM's edits of one), setup.js (the GM's table setup), log.js (the event
+// feed), undo.js, commands.js (sending; fields.js marks a refused field),
+// offers.js (the server's offers as controls), links.js (addresses).
 
 import { renderCharacters } from "./cards.js";
 import { renderCombat, renderTurn, wireCombat } from "./combat.js";
