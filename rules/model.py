@@ -38,8 +38,8 @@ TOUCHED_CUTOVER = 16
 def default_shown(owner_role: str | None) -> str:
     """The `shown` a character gets when the GM does not choose: a player's
     character is on the table for all to see (`full`); the GM's NPCs, and a
-    character nobody (or an observer) owns, show only their status line, so
-    that a GM who forgets the setting leaks no NPC's numbers."""
+    character nobody owns, show only their status line, so that a GM who
+    forgets the setting leaks no NPC's numbers."""
     return "full" if owner_role == "player" else "status"
 
 

@@ -40,8 +40,21 @@ from rules.validate import (
 
 
 def _owner(ctx: Ctx, owner: str | None) -> str | None:
-    if owner is not None and owner not in ctx.room.users:
+    """A character's owner is a user of the room who may play: a player or
+    a GM (docs/rules.md, Refusals). An observer only watches: owning a
+    character would give it a card it can do nothing with."""
+    if owner is None:
+        return None
+    user = ctx.room.users.get(owner)
+    if user is None:
         raise NotFound(f"no user {owner!r} in this room")
+    if user.role == "observer":
+        raise RuleBroken(
+            f"{user.name} is an observer and plays no character: give it to a player,"
+            " or to nobody (owner null) for the GM to play",
+            "owner_observer",
+            user=owner,
+        )
     return owner
 
 
@@ -259,6 +272,7 @@ CHARACTER_OPS = (
                     "rule",
                     "the sheet breaks an invariant (a current value above its maximum, pv 0)",
                 ),
+                ("rule", "`owner` is an observer (observers play no character)"),
             ),
             result='{"char": "c5"}',
         ),
@@ -285,6 +299,7 @@ CHARACTER_OPS = (
             example={"char": "c1", "set": {"pv": 12, "owner": "u3"}},
             errors=(
                 ("rule", "the result breaks an invariant (pv above pv_max, dying with pv 1, ...)"),
+                ("rule", "`owner` is an observer (observers play no character)"),
             ),
         ),
         events=("condition", "rest", "tend", "character"),

@@ -5,10 +5,9 @@
 // (#token=...), which the browser never sends in an HTTP request; it goes to
 // this server only, in an Authorization header or over the WebSocket.
 
+import { $, el } from "./dom.js";
 import { confirmDialog, toast } from "./notices.js";
 import { VttSyncClient } from "./vtt-sync-client.js";
-
-const $ = (sel) => document.querySelector(sel);
 
 /** "Thursday table" -> "thursday-table" (as the CLI does). */
 export function roomIdFromName(name) {
@@ -19,13 +18,6 @@ export function roomIdFromName(name) {
     .slice(0, 64)
     .replace(/[-_.]+$/g, "");
   return slug || "room";
-}
-
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined && text !== null) node.textContent = text;
-  return node;
 }
 
 function notice(title, message, kind = "error") {
@@ -97,7 +89,10 @@ function roomRow(room) {
   const who = room.connected.map(
     (c) => `${c.name ?? c.user} (${c.role ?? "?"})${c.sessions > 1 ? ` ×${c.sessions}` : ""}`,
   );
-  const actions = el("td", "row wrap end");
+  // the cell stays a table cell (its row's height and line); the buttons
+  // are laid out in a box inside it
+  const actions = el("td", "room-actions");
+  const buttons = el("div", "row wrap end");
   for (const [action, label] of [
     ["export", "Export"],
     ["gm-link", "New GM link"],
@@ -106,8 +101,9 @@ function roomRow(room) {
     const b = el("button", action === "delete" ? "danger" : null, label);
     b.type = "button";
     b.dataset.action = action;
-    actions.append(b);
+    buttons.append(b);
   }
+  actions.append(buttons);
   tr.append(
     name,
     el("td", "room-v", String(room.v)),

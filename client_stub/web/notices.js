@@ -1,18 +1,11 @@
 // Notices and questions shared by the table page (app.js) and the admin page
 // (admin.js): toasts over the sticky top bar, and a modal confirmation.
 
-const $ = (sel) => document.querySelector(sel);
+import { $, el } from "./dom.js";
 
 // Toasts sit over the top bar (sticky; it holds nothing to click), one line
 // each, as many as fit in its height (the oldest go first), and go soon.
 export const TOAST_MS = { ok: 2500, error: 6000 };
-
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined && text !== null) node.textContent = text;
-  return node;
-}
 
 /** A short notice: `kind` "ok" or "error"; `code` kept as data-code. */
 export function toast(kind, title, message, code = null) {

@@ -153,8 +153,9 @@ async def test_gm_page_player_page_and_python_client_stay_in_sync(
     await expect(player.locator('[data-action="heal"]:visible')).to_have_count(0)
     await expect(player.locator("#combat-setup")).to_be_hidden()
     await expect(player.locator('[data-action="undo"]:visible')).to_have_count(0)
-    # the player's controls appear only on their own characters
-    await expect(player.locator('[data-char="c2"] .owner-only')).to_be_hidden()
+    # the player's controls appear only on their own characters (and a patient's)
+    await expect(player.locator('[data-char="c2"] .actions')).to_be_hidden()
+    await expect(player.locator('[data-char="c2"] button:visible')).to_have_count(0)
     await expect(player.locator(f"{aline}.mine")).to_have_count(1)
 
     # 6. server errors are shown: a d20 of 25 is out of range
@@ -167,6 +168,11 @@ async def test_gm_page_player_page_and_python_client_stay_in_sync(
         "rolls[0] must be between 1 and 20, got 25"
     )
     await expect(toast).to_have_attribute("data-code", "invalid_args")
+    # ...and where it was typed: the field is marked, the words beside it
+    await expect(gm.locator("#queue-rolls")).to_have_attribute("aria-invalid", "true")
+    await expect(gm.locator("#queue-rolls + .field-error")).to_have_text(
+        "Must be between 1 and 20, got 25"
+    )
 
     # 7. phone width: nothing overflows horizontally
     width = await player.evaluate("document.documentElement.scrollWidth")
@@ -366,8 +372,9 @@ async def test_gm_sets_up_the_table_and_the_invited_player_link_works(
     await form.locator("#char-save").click()
     await expect(card.locator(".pv .value")).to_have_text("12 / 14", timeout=SYNC_MS)
 
-    # ability damage from the card; its result shows there
+    # ability damage from the card (an occasional action: behind More); its result shows there
     await card.locator(".amount").fill("2")
+    await card.locator(".more summary").click()
     await card.locator(".ability").select_option("con")
     await card.locator('button[data-action="ability_damage"]').click()
     await expect(card.locator(".card-result")).to_have_text(
@@ -773,41 +780,59 @@ async def test_a_link_to_another_server_asks_before_sending_the_token(
     await ctx.close()
 
 
-# Card buttons, and the op whose affordance shows each: on the character's
-# own entry, or (first aid, tending) on a medic's entry naming it as patient.
-CARD_BUTTONS = (
-    "damage", "heal", "ability_damage", "ability_restore", "stabilize",
-    "stay_in_fight", "rest", "stop_rest", "untend", "first_aid", "tend",
+# A card's actions (cards.js), each shown when one of its ops is offered: on
+# the character's own entry, or (first aid, tending) on a medic's entry naming
+# it as patient. One that can be done now is on the card; the others are
+# folded behind the card's "More", and so is the occasional ability damage.
+CARD_UNITS = (
+    ("damage", "heal"), ("ability_damage", "ability_restore"), ("untend",),
+    ("stabilize",), ("stay_in_fight",), ("rest",), ("stop_rest",),
 )  # fmt: skip
+FOLDED = ("ability_damage", "ability_restore")
 PAIRED = ("first_aid", "tend")
 
 
-def expected_buttons(aff: dict[str, Any], cid: str) -> dict[str, bool]:
-    """The card's buttons the affordances call for: action -> enabled."""
+def expected_buttons(aff: dict[str, Any], cid: str) -> dict[str, tuple[str, bool]]:
+    """The card's buttons the affordances call for: action -> (where,
+    enabled), where "now" (on the card) or "more" (folded)."""
     mine = aff["chars"].get(cid, {})
-    out = {op: "why" not in mine[op] for op in CARD_BUTTONS if op in mine and op not in PAIRED}
+    out: dict[str, tuple[str, bool]] = {}
+    for unit in CARD_UNITS:
+        offered = [op for op in unit if op in mine]
+        possible = any("why" not in mine[op] for op in offered)
+        place = "now" if possible and unit[0] not in FOLDED else "more"
+        out |= {op: (place, "why" not in mine[op]) for op in offered}
     for op in PAIRED:
         if any(
             cid in (e.get(op, {}).get("choices") or {}).get("patient", [])
             for e in aff["chars"].values()
         ):
-            out[op] = True
+            out[op] = ("now", True)
     return out
 
 
-async def shown_buttons(page: Any, cid: str) -> dict[str, bool]:
-    """The card's visible action buttons: action -> enabled."""
-    return await page.evaluate(
+async def shown_buttons(page: Any, cid: str) -> dict[str, tuple[str, bool]]:
+    """The card's action buttons a click can reach, on the card or once its
+    More is opened: action -> (where, enabled). A folded one not now says why."""
+    found = await page.evaluate(
         """(cid) => {
           const card = document.querySelector(`#characters [data-char="${cid}"]`);
+          const more = card.querySelector(".more");
           const out = {};
           for (const b of card.querySelectorAll("button[data-action]")) {
-            if (b.checkVisibility()) out[b.dataset.action] = !b.disabled;
+            const folded = more.contains(b);
+            const unit = b.closest(".act");
+            if (folded && more.checkVisibility() && !b.hidden && !unit.hidden) {
+              const why = unit.querySelector(".why").textContent;
+              if (b.disabled && !why) throw new Error(`${b.dataset.action}: folded, no why`);
+              out[b.dataset.action] = ["more", !b.disabled];
+            } else if (!folded && b.checkVisibility()) out[b.dataset.action] = ["now", !b.disabled];
           }
           return out;
         }""",
         cid,
     )
+    return {op: (where[0], where[1]) for op, where in found.items()}
 
 
 async def test_the_buttons_are_the_affordances_and_none_is_refused(
@@ -865,9 +890,7 @@ async def test_the_buttons_are_the_affordances_and_none_is_refused(
             for key in ("p1", "p2"):
                 page, mirror = pages[key], mirrors[key]
                 button = page.locator(
-                    "#characters .owner-only button[data-action]:visible:enabled,"
-                    " #characters .aid button:visible:enabled,"
-                    " #characters .tend button:visible:enabled"
+                    "#characters .actions > .act button[data-action]:visible:enabled"
                 ).first
                 if not await button.count():
                     continue

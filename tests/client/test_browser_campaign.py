@@ -305,12 +305,45 @@ async def test_the_page_says_what_happened_in_words(browser: Any, table: LiveTab
         await expect(feed).to_contain_text("Goblin chief joins the table")
         await gm.command("damage", char="c1", amount=100, nonlethal=True)  # down, stable (N1)
         card = player.locator('[data-char="c1"] .stability')
-        await expect(card).to_have_text("stable for 0s · Constitution check 1 of 8 in 1h")
+        await expect(card).to_have_text(
+            await stability_text(player, gm.version, "stable for 0s", "1h")
+        )
         await gm.command("advance_clock", seconds=600)
-        await expect(card).to_have_text("stable for 10m · Constitution check 1 of 8 in 50m")
+        await expect(card).to_have_text(
+            await stability_text(player, gm.version, "stable for 10m", "50m")
+        )
         await gm.command("heal", char="c2", amount=2)  # Bastien is unhurt
         await expect(feed).to_contain_text("Bastien: healing 2 restores nothing (PV already full")
+
+    # L1's schedule is the server's (the view's `next_check`), never the
+    # page's: a patch setting it, as the server sends it, is what the card says.
+    v = await player.evaluate("window.vttClient.version")
+    clock = await player.evaluate("window.vttClient.state.clock")
+    for value, text in (
+        (
+            {"at": clock + 1500, "n": 3, "of": 8},
+            "stable for 10m · Constitution check 3 of 8 in 25m",
+        ),
+        (None, "stable for 10m"),  # no check left: the time stable only
+    ):
+        v += 1
+        frame = {"t": "patch", "v": v, "ops": [["set", ["characters", "c1", "next_check"], value]]}
+        await player.evaluate("(f) => window.vttClient._handle(f)", {**frame, "events": []})
+        await expect(card).to_have_text(text)
     assert player.js_errors == []
+
+
+async def stability_text(page: Any, v: int, since: str, check_in: str) -> str:
+    """A stable character's card line (Aline's, c1) once the page is at
+    version `v`: its time stable and L1's next Constitution check, as the
+    server's view gives it (`next_check`: the first of 8, an hour after
+    the character became stable)."""
+    from playwright.async_api import expect
+
+    await expect(page.locator("#version")).to_have_text(f"v{v}")
+    next_check = await page.evaluate("window.vttClient.state.characters.c1.next_check")
+    assert next_check is not None and (next_check["n"], next_check["of"]) == (1, 8)
+    return f"{since} · Constitution check 1 of 8 in {check_in}"
 
 
 CLEAR_TOASTS = "document.querySelectorAll('#errors .toast').forEach((t) => t.remove())"
@@ -319,9 +352,10 @@ CLEAR_TOASTS = "document.querySelectorAll('#errors .toast').forEach((t) => t.rem
 async def test_readme_screenshots_of_the_gms_and_a_players_page(
     browser: Any, table: LiveTable
 ) -> None:
-    """The README's pictures (docs/screenshot-gm.png, docs/screenshot-player.png),
-    taken again by every run so they show the page as it is: the demo table
-    in a combat, a character hurt, the goblin (a status NPC) hit."""
+    """The README's pictures (docs/screenshot-gm.png, docs/screenshot-player.png,
+    docs/screenshot-combat-edit.png), taken again by every run so they show
+    the page as it is: the demo table in a combat, a character hurt, the
+    goblin (a status NPC) hit; the combat panel in edit mode."""
     from playwright.async_api import expect
 
     async with Client(table.url, table.token("gm"), ROOM) as gm:
@@ -339,6 +373,10 @@ async def test_readme_screenshots_of_the_gms_and_a_players_page(
         )
     await gm_page.screenshot(path=str(DOCS / "screenshot-gm.png"))
     await player.screenshot(path=str(DOCS / "screenshot-player.png"))
-    for name in ("screenshot-gm.png", "screenshot-player.png"):
+    # the combat panel in edit mode (the GM changes a running combat in place)
+    await gm_page.click("#combat-edit")
+    await expect(gm_page.locator("#combat-order [data-edit]").first).to_be_visible()
+    await gm_page.locator("#combat").screenshot(path=str(DOCS / "screenshot-combat-edit.png"))
+    for name in ("screenshot-gm.png", "screenshot-player.png", "screenshot-combat-edit.png"):
         assert (DOCS / name).stat().st_size > 10_000
     assert gm_page.js_errors == [] and player.js_errors == []

@@ -808,6 +808,26 @@ def test_ops_remove_user_gives_its_characters_owner_null():
     ok(t)
 
 
+def test_ops_an_observer_owns_no_character():
+    """Ruling (vtt-sync), docs/rules.md Refusals: an observer only watches, so
+    naming one as `owner` is refused (`rule`, saying whom to give it to) by
+    add_character and update_character; a player or a GM may own one."""
+    t = Table()
+    err = refused(t, RuleBroken, "add_character", **SHEET, name="N", owner=t.obs.user)
+    assert err.reason() == {"key": "owner_observer", "user": t.obs.user}
+    assert str(err) == (
+        "Olga is an observer and plays no character: give it to a player,"
+        " or to nobody (owner null) for the GM to play"
+    )
+    a = t.add("A", owner=t.p1)
+    err = refused(t, RuleBroken, "update_character", char=a, set={"owner": t.obs.user})
+    assert err.key == "owner_observer"
+    for owner in (t.gm.user, None, t.p2.user):
+        t.do("update_character", char=a, set={"owner": owner})
+        assert t.char(a).owner == owner
+    ok(t)
+
+
 def test_ops_remove_user_refuses_the_last_gm():
     """remove_user: the room's last GM cannot be removed (`rule`); with a
     second GM, either may go."""

@@ -24,12 +24,11 @@ from tests.rules.rulekit import ch, ok, refused
 
 
 def test_views_shown_defaults_by_the_owners_role():
-    """A player's character is `full`; the GM's, nobody's (and an observer's) `status`."""
+    """A player's character is `full`; the GM's and nobody's `status`."""
     t = Table()
     assert ch(t, t.add("P", owner=t.p1))["shown"] == "full"
     assert ch(t, t.add("G", owner=t.gm))["shown"] == "status"
     assert ch(t, t.add("N"))["shown"] == "status"
-    assert ch(t, t.add("O", owner=t.obs))["shown"] == "status"
 
 
 @pytest.mark.parametrize("shown", ["full", "status", "hidden"])

@@ -118,10 +118,11 @@ def test_the_role_table_covers_every_op() -> None:
     assert ops == set(rules.OPS) | set(rules.LOG_OPS) | set(rules.ADMIN_OPS)
 
 
-async def test_an_observer_may_send_nothing_even_owning_a_character(tmp_path) -> None:
-    """Issue 5: an observer sending anything -> forbidden, also for ops on a
-    character the GM made it the owner of, and with a GM's `roll`. (No rate
-    limit here: the observer sends ~50 commands at once.)"""
+async def test_an_observer_may_send_nothing_and_owns_no_character(tmp_path) -> None:
+    """Issue 5: an observer sending anything -> forbidden, also for ops on the
+    NPC the GM tried to give it (refused: an observer owns no character,
+    docs/rules.md Refusals), and with a GM's `roll`. (No rate limit here:
+    the observer sends ~50 commands at once.)"""
     async with running_server(tmp_path, rate=None) as srv:
         await _observer_may_send_nothing(await create_table(srv.url))
 
@@ -129,7 +130,8 @@ async def test_an_observer_may_send_nothing_even_owning_a_character(tmp_path) ->
 async def _observer_may_send_nothing(vtt_table: Table) -> None:
     gm = await vtt_table.connect("gm")
     c = vtt_table.chars["c_npc"]
-    await gm.ok("update_character", {"char": c, "set": {"owner": vtt_table.users["obs"]}})
+    given = await gm.cmd("update_character", {"char": c, "set": {"owner": vtt_table.users["obs"]}})
+    assert given["code"] == "rule" and "is an observer and plays no character" in given["message"]
     v = gm.v
     failures = []
     for op, build, _kind in ROLE_TABLE:
@@ -138,7 +140,7 @@ async def _observer_may_send_nothing(vtt_table: Table) -> None:
         obs = await vtt_table.connect("obs")
         tries = [build(vtt_table)]
         if "char" in tries[0]:
-            tries.append({**tries[0], "char": c})  # acting for its own character
+            tries.append({**tries[0], "char": c})  # acting for the NPC it was refused
         if op == "first_aid":
             tries.append({**tries[-1], "roll": 20})
         for args in tries:
