@@ -37,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from sync_server.hosting.clock import Clock, SystemClock
+from sync_server.clock import Clock, SystemClock
 from sync_server.storage import StorageError
 
 log = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ import rules
 from rules.catalog import op_args
 from rules.errors import InvalidArgs
 from rules.validate import check_args
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.auth import RecentTokens, hash_token, new_token
 from sync_server.core.limits import Limits
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.rooms import Rooms
 from sync_server.ops.metrics import Metrics
 from sync_server.storage import AdminRecord, Storage, TokenInUse, transfer

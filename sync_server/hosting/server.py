@@ -30,6 +30,7 @@ from websockets.asyncio.server import ServerConnection, serve
 import rules
 from rules.state import UserDict, role_of, user_of
 from sync_server import __version__
+from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
@@ -40,7 +41,6 @@ from sync_server.hosting.admin import Admin
 from sync_server.hosting.admin_http import AdminHttp
 from sync_server.hosting.api import Api
 from sync_server.hosting.bus import LocalBus, RoomBus
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.config import Config
 from sync_server.hosting.http1 import door_factory
 from sync_server.hosting.outbox import OutboxBudget

@@ -28,6 +28,7 @@ from websockets.exceptions import ConnectionClosed
 
 import rules
 from rules.state import role_of
+from sync_server.clock import Clock
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, same_hash
 from sync_server.core.limits import Limits
@@ -55,7 +56,6 @@ from sync_server.core.session import (
 )
 from sync_server.hosting.admin import ADMIN_USER
 from sync_server.hosting.bus import RoomBus
-from sync_server.hosting.clock import Clock
 from sync_server.hosting.outbox import Outbox, OutboxBudget
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.room_host import RoomHost

@@ -14,8 +14,8 @@ from typing import Any
 
 import attrs
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import SNAPSHOTS_KEPT
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,

@@ -48,9 +48,9 @@ from urllib.parse import urlsplit
 import asyncpg
 import msgpack
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import Claim
 from sync_server.core.limits import SNAPSHOTS_KEPT
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,

@@ -59,8 +59,8 @@ import rules
 from rules import schema
 from rules.patch import apply_ops
 from sync_server import __version__
+from sync_server.clock import SystemClock
 from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_EVENT_KIND, ROOM_ID_PATTERN
-from sync_server.hosting.clock import SystemClock
 from sync_server.storage import (
     PatchRow,
     RoomDump,

@@ -14,6 +14,6 @@ to test against a real server.
             for third-party backends too
 
 The rules engine's own helpers (a scripted-dice table, sample sheets) are in
-`rules.testing`; the fake clock is `sync_server.hosting.clock.FakeClock` (with trio's
+`rules.testing`; the fake clock is `sync_server.clock.FakeClock` (with trio's
 autojump: `FakeClock(autojump_threshold=0)`).
 """

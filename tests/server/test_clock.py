@@ -1,4 +1,4 @@
-"""The clock port's fake (sync_server/hosting/clock.py): time moves only
+"""The clock port's fake (sync_server/clock.py): time moves only
 when told (`advance`), or, with `autojump_threshold`, by itself to the next
 deadline once every task waits (trio's `MockClock` semantics)."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from sync_server.hosting.clock import FakeClock, SystemClock
+from sync_server.clock import FakeClock, SystemClock
 
 
 async def test_advance_wakes_the_sleepers_due_in_deadline_order() -> None:

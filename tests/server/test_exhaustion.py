@@ -17,10 +17,10 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 
 from rules import validate
+from sync_server.clock import FakeClock
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
 from sync_server.hosting.admin_http import export_text
-from sync_server.hosting.clock import FakeClock
 from sync_server.storage import StorageError, transfer
 from sync_server.testing.contracts import stored_patches
 from sync_server.testing.core import command, new_core
