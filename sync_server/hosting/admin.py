@@ -32,7 +32,7 @@ from sync_server.clock import Clock, SystemClock
 from sync_server.core.auth import RecentTokens, hash_token, new_token
 from sync_server.core.limits import Limits
 from sync_server.hosting.rooms import Rooms
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import AdminRecord, Storage, TokenInUse, transfer
 from sync_server.wire import protocol
 

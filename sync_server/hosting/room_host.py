@@ -84,8 +84,8 @@ from sync_server.hosting.work import (
     Subscriber,
     Sync,
 )
-from sync_server.ops.activity import Activity
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.activity import Activity
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import DedupEntry, Storage, StorageError, VersionConflict
 from sync_server.wire import protocol
 

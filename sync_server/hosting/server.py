@@ -52,9 +52,9 @@ from sync_server.hosting.share import LoopShare
 from sync_server.hosting.tls import ServerTls, TlsError
 from sync_server.hosting.web import Routes
 from sync_server.hosting.work import Command
-from sync_server.ops.activity import Activity
-from sync_server.ops.logs import websockets_logger
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.activity import Activity
+from sync_server.observe.logs import websockets_logger
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import Storage, StorageError
 from sync_server.storage.datadir import DataDirLock
 from sync_server.storage.sqlite import SqliteStorage

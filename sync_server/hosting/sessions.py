@@ -62,8 +62,8 @@ from sync_server.hosting.room_host import RoomHost
 from sync_server.hosting.rooms import Rooms
 from sync_server.hosting.web import peer_of
 from sync_server.hosting.work import Command, Join, RoomClosed, Sync
-from sync_server.ops.activity import Activity
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.activity import Activity
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import StorageError
 from sync_server.wire import protocol
 from sync_server.wire.codec import BadFrame, Codec, codec_for

@@ -5,7 +5,6 @@ workers    `serve --workers N`: a supervisor and N server processes on the same 
 settings   serve's settings table: flag > environment > TOML file > default
 admin_cli  `vtt-sync admin export|import|backup`
 demo       the --demo room
-logs       text or JSON log lines, websockets' logger, redaction
-activity   session lines and command summaries at INFO
-metrics    Prometheus instruments (per-server registry)
+
+The logs, activity lines and metrics they set up are `sync_server.observe`'s.
 """

@@ -31,7 +31,8 @@ from typing import Any
 from sync_server import __version__
 from sync_server.core.auth import WeakAdminToken
 from sync_server.hosting.config import Config
-from sync_server.ops import admin_cli, logs, settings
+from sync_server.observe import logs
+from sync_server.ops import admin_cli, settings
 from sync_server.storage import StorageError
 
 log = logging.getLogger("sync_server")

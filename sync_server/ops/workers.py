@@ -60,7 +60,8 @@ from sync_server.core.limits import (
     WORKERS_LISTEN_BACKLOG,
 )
 from sync_server.hosting.config import Config
-from sync_server.ops import logs, settings
+from sync_server.observe import logs
+from sync_server.ops import settings
 from sync_server.storage import StorageError
 from sync_server.storage.datadir import DataDirLock
 
