@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-# The version of the whole distribution (pyproject.toml reads it from here):
-# `vtt-sync --version`, /healthz, CHANGELOG.md's latest entry.
-__version__ = "0.2.0"
+# The version of the whole distribution (sync_server/version.py; pyproject.toml
+# reads it from here): `vtt-sync --version`, /healthz, CHANGELOG.md's latest entry.
+from sync_server.version import __version__
 
 if TYPE_CHECKING:
     from sync_server.hosting.config import Config

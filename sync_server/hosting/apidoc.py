@@ -24,7 +24,6 @@ from rules.catalog import EVENTS, OPS, all_ops, describe_arg, op_args, op_errors
 from rules.catalog import ROLE_TEXT as ROLES
 from rules.engine import ADMIN_OPS
 from rules.validate import CORRECTABLE, CORRECTIONS, MAX_ID, Arg, Kind
-from sync_server import __version__
 from sync_server.core.limits import (
     HISTORY_DEFAULT_LIMIT,
     MAX_CMD_ID_LENGTH,
@@ -32,6 +31,7 @@ from sync_server.core.limits import (
     RECENT_PATCHES_IN_MEMORY,
     ROOM_ID_PATTERN,
 )
+from sync_server.version import __version__
 from sync_server.wire import protocol
 
 OPENAPI_VERSION = "3.1.0"

@@ -29,7 +29,6 @@ from websockets.asyncio.server import ServerConnection, serve
 
 import rules
 from rules.state import UserDict, role_of, user_of
-from sync_server import __version__
 from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
 from sync_server.cluster.sqlite_leases import SqliteLeases
@@ -58,6 +57,7 @@ from sync_server.observe.metrics import Metrics
 from sync_server.storage import Storage, StorageError
 from sync_server.storage.datadir import DataDirLock
 from sync_server.storage.sqlite import SqliteStorage
+from sync_server.version import __version__
 from sync_server.wire import protocol
 from sync_server.wire.codec import select_subprotocol
 

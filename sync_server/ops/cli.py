@@ -28,12 +28,12 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from sync_server import __version__
 from sync_server.core.auth import WeakAdminToken
 from sync_server.hosting.config import Config
 from sync_server.observe import logs
 from sync_server.ops import admin_cli, settings
 from sync_server.storage import StorageError
+from sync_server.version import __version__
 
 log = logging.getLogger("sync_server")
 

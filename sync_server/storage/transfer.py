@@ -58,7 +58,6 @@ import attrs
 import rules
 from rules import schema
 from rules.patch import apply_ops
-from sync_server import __version__
 from sync_server.clock import SystemClock
 from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_EVENT_KIND, ROOM_ID_PATTERN
 from sync_server.storage import (
@@ -69,6 +68,7 @@ from sync_server.storage import (
     replay,
 )
 from sync_server.storage.base import backfill_views
+from sync_server.version import __version__
 
 FORMAT = "vtt-sync-room"
 FORMAT_VERSION = 1
