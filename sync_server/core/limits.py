@@ -198,7 +198,7 @@ MAX_VIEW_CLASSES_PER_PATCH = 4
 # `status` patients cost 98 renders of a century advance (~3 ms each, 330 ms
 # of the event loop per advance and undo, before the patch was even sent).
 # Past it the others' views are not rendered: the version lists them as
-# needing a snapshot (storage.base `Views`, "resync"), so they get no patch
+# needing a snapshot (core/views.py `Views`, "resync"), so they get no patch
 # of it, live (the bus holds them, as past MAX_VIEW_CLASSES_PER_PATCH) or on
 # a resume (a snapshot instead). Same value: the live cap renders no more.
 MAX_STORED_VIEWS_PER_VERSION = MAX_VIEW_CLASSES_PER_PATCH

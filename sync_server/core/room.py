@@ -47,7 +47,7 @@ from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.core.recent import RecentPatches
-from sync_server.storage import (
+from sync_server.core.records import (
     DedupEntry,
     LoadedRoom,
     RoomDeleted,
@@ -55,7 +55,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import (
+from sync_server.core.views import (
     Views,
     needs_snapshot,
     version_views,
@@ -115,7 +115,7 @@ class PatchView:
     command ids and affordances): viewers are grouped by `key`, each
     group's frame built once; None for those who get the plain patch.
 
-    `views` is what the version stores for its viewers (storage.base's
+    `views` is what the version stores for its viewers (core/views.py's
     `Views`: the public view and the players whose own differs from it),
     None when the rules say every viewer may see it whole; so a patch loaded
     from the log after a restart or an import gives each viewer the same

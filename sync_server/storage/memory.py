@@ -30,7 +30,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import name_after
+from sync_server.storage.replay import name_after
 
 
 @attrs.define

@@ -51,6 +51,7 @@ import msgpack
 from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import Claim
 from sync_server.core.limits import SNAPSHOTS_KEPT
+from sync_server.core.views import backfill_views
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -68,7 +69,7 @@ from sync_server.storage import (
     VersionRecord,
     undo_bound,
 )
-from sync_server.storage.base import backfill_views, name_after
+from sync_server.storage.replay import name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ MIGRATION_LOCK = 0x7674742D73796E63
 
 async def _backfill_views(conn: asyncpg.Connection) -> None:
     """1 -> 2: each version's views for the viewers who do not see
-    everything (`storage.base.version_views`), rebuilt from the log and
+    everything (`core.views.version_views`), rebuilt from the log and
     the latest snapshot of each room; NULL stays where every viewer gets
     the plain patch."""
     for room, snap_v in await conn.fetch("SELECT room, snapshot_v FROM rooms"):

@@ -36,6 +36,7 @@ import msgpack
 
 from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import SNAPSHOTS_KEPT
+from sync_server.core.views import backfill_views
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -51,7 +52,7 @@ from sync_server.storage import (
     VersionRecord,
     undo_bound,
 )
-from sync_server.storage.base import backfill_views, name_after
+from sync_server.storage.replay import name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ CREATE TABLE IF NOT EXISTS admin_log (
 
 def _backfill_views(conn: sqlite3.Connection) -> None:
     """2 -> 3: each version's views for the viewers who do not see
-    everything (`storage.base.version_views`), rebuilt from the log and the
+    everything (`core.views.version_views`), rebuilt from the log and the
     latest snapshot of each room; NULL stays where every viewer gets the
     plain patch."""
     for (room,) in conn.execute("SELECT room FROM rooms").fetchall():

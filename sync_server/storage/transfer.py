@@ -60,6 +60,7 @@ from rules import schema
 from rules.patch import apply_ops
 from sync_server.clock import SystemClock
 from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_EVENT_KIND, ROOM_ID_PATTERN
+from sync_server.core.views import backfill_views
 from sync_server.storage import (
     PatchRow,
     RoomDump,
@@ -67,7 +68,6 @@ from sync_server.storage import (
     VersionRecord,
     replay,
 )
-from sync_server.storage.base import backfill_views
 from sync_server.version import __version__
 
 FORMAT = "vtt-sync-room"
