@@ -22,6 +22,7 @@ import logging
 import os
 import secrets
 import socket
+import sys
 from typing import Any, cast
 
 from websockets.asyncio.server import Server as WsServer
@@ -30,7 +31,7 @@ from websockets.asyncio.server import ServerConnection, serve
 import rules
 from rules.state import UserDict, role_of, user_of
 from sync_server.clock import Clock, SystemClock
-from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
+from sync_server.cluster.leases import LEASE_SECONDS, LeaseKeeper, Leases, SingleNodeLeases
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
 from sync_server.core.limits import MAX_FRAME_BYTES
@@ -62,6 +63,41 @@ from sync_server.wire import protocol
 from sync_server.wire.codec import select_subprotocol
 
 log = logging.getLogger(__name__)
+
+
+def leases_for(
+    storage: Any,
+    *,
+    node_id: str = "local",
+    public_url: str = "",
+    lease_seconds: float = LEASE_SECONDS,
+    clock: Clock | None = None,
+) -> Leases:
+    """The leases that fence `storage`'s commits: the storage itself if it
+    implements them, those attached to it already (`storage.leases`), new
+    ones on a cluster backend's database (PostgreSQL), else single-node
+    ones: the server calls the same methods either way. Here, where the
+    server is assembled, and not in cluster/: the interface knows no backend
+    (leases.py), and each backend's leases know only their own storage."""
+    if isinstance(storage, Leases):
+        return storage
+    attached = getattr(storage, "leases", None)
+    if isinstance(attached, Leases):
+        return attached
+    # A PgStorage exists only if its module (and asyncpg) was imported.
+    postgres = sys.modules.get("sync_server.storage.postgres")
+    if postgres is not None and isinstance(storage, postgres.PgStorage):
+        from sync_server.cluster.pg_leases import PgLeases
+
+        return PgLeases(
+            storage,
+            node_id=node_id,
+            public_url=public_url,
+            lease_seconds=lease_seconds,
+            clock=clock,
+        )
+    return SingleNodeLeases()
+
 
 # websockets logs every frame at DEBUG, hello frames (tokens) included: the
 # logger it gets (logs.websockets_logger) never produces DEBUG, whatever the

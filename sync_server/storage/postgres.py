@@ -49,7 +49,6 @@ import asyncpg
 import msgpack
 
 from sync_server.clock import Clock, SystemClock
-from sync_server.cluster.leases import Claim
 from sync_server.core.limits import SNAPSHOTS_KEPT
 from sync_server.core.views import backfill_views
 from sync_server.storage import (
@@ -300,7 +299,7 @@ class _Commit:
         snapshot: tuple[int, dict[str, Any]] | None,
         expected: int,
         node: str,
-        claim: Claim,
+        claim: HeldClaim,
         future: asyncio.Future[None],
     ) -> None:
         self.room, self.records, self.snapshot = room, records, snapshot
@@ -406,16 +405,28 @@ def describe_dsn(dsn: str) -> str:
         return "postgresql (unparsable DSN)"
 
 
+class HeldClaim(Protocol):
+    """What a commit reads of the claim it is written under (the leases'
+    `Claim`, sync_server/cluster/leases.py): its epoch, which the statement
+    checks against the room's. Storage states what it needs of the leases
+    rather than import them: the cluster builds on storage, not the other
+    way round."""
+
+    @property
+    def epoch(self) -> int: ...
+
+
 class CommitFence(Protocol):
     """What fences this storage's commits: the node's leases on the same
     database (cluster/pg_leases.py). A commit is written only under the
-    claim it names, and a claim the database refused is forgotten."""
+    claim it names, and a claim the database refused is forgotten (only
+    that claim, the very object `claim_of` gave: a newer one stays)."""
 
     node_id: str
 
-    def claim_of(self, room: str) -> Claim | None: ...
+    def claim_of(self, room: str) -> HeldClaim | None: ...
 
-    def forget(self, room: str, claim: Claim | None = None) -> None: ...
+    def forget(self, room: str, claim: Any = None) -> None: ...
 
 
 class PgStorage:
@@ -552,7 +563,7 @@ class PgStorage:
                 f"PostgreSQL at {self.where} failed: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def _forget(self, room: str, claim: Claim | None = None) -> None:
+    def _forget(self, room: str, claim: HeldClaim | None = None) -> None:
         """Tell the leases a claim is gone (refused, or the room deleted or
         replaced); only `claim`, if given: a newer one stays."""
         if self.leases is not None:

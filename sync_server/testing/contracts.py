@@ -44,10 +44,10 @@ from sync_server.cluster.leases import (
     LeaseKeeper,
     Leases,
     Owner,
-    leases_for,
 )
 from sync_server.core.auth import hash_token
 from sync_server.hosting.bus import RoomBus
+from sync_server.hosting.server import leases_for
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,

@@ -23,10 +23,10 @@ from sync_server.cluster.leases import (
     LeaseKeeper,
     Owner,
     SingleNodeLeases,
-    leases_for,
 )
 from sync_server.cluster.pg_leases import PgLeases
 from sync_server.core.auth import hash_token
+from sync_server.hosting.server import leases_for
 from sync_server.storage import (
     AdminRecord,
     Fenced,
