@@ -62,6 +62,7 @@ from sync_server.core.limits import (
 from sync_server.hosting.config import Config
 from sync_server.observe import logs
 from sync_server.ops import settings
+from sync_server.ops.serving import run, serve, tune_gc
 from sync_server.storage import StorageError
 from sync_server.storage.datadir import DataDirLock
 
@@ -393,8 +394,6 @@ def supervise(
 def worker_main() -> int:
     """A worker's life: read its spec, serve until told to stop (or until
     the supervisor is gone)."""
-    from sync_server.ops import cli
-
     spec: WorkerSpec = pickle.load(sys.stdin.buffer)
     sys.stdin.close()
     out = logs.Output(spec.log_format)
@@ -415,9 +414,9 @@ def worker_main() -> int:
         os.close(spec.ready_fd)
         tasks.add(asyncio.get_running_loop().create_task(orphaned(stop)))
 
-    cli.tune_gc()
+    tune_gc()
     try:
-        return cli.run(spec.config, cli.serve(spec.config, spec.demo, out, redact, worker=ready))
+        return run(spec.config, serve(spec.config, spec.demo, out, redact, worker=ready))
     except (StorageError, WeakAdminToken, settings.SettingError) as exc:
         out.error(f"vtt-sync worker {spec.index}: {exc}")
         return 2
