@@ -1,10 +1,15 @@
-"""`vtt-sync`: run the server (`serve`), administer it (`admin`), or the
-Python client (`client`).
+"""The server's side of `vtt-sync`: run the server (`serve`), administer it
+(`admin`).
 
     vtt-sync serve [--config FILE] [--host H] [--port P] [--data-dir D] [--tls-cert F --tls-key F]
     vtt-sync admin export ROOM > room.json | import room.json | backup FILE
-    vtt-sync client ...          (delegates to client_stub.cli.main)
     vtt-sync --version
+
+`vtt-sync client ...` is the Python client's: the `vtt-sync` command (the
+vtt_sync package, above both) hands it to client_stub.cli before this
+module sees it, so the server never imports the client. This parser lists
+`client` only for `vtt-sync --help`; `python3 -m sync_server` runs these
+commands alone.
 
 `serve`'s settings come from its flags, the environment (VTT_SYNC_*) and
 an optional TOML file, in that order of precedence (sync_server/ops/settings.py
@@ -65,10 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] == "client":
-        from client_stub.cli import main as client_main  # lazy: another package
-
-        return client_main(args_list[1:]) or 0
+    if args_list[:1] == ["client"]:  # the command above both dispatched it already
+        sys.stderr.write(
+            "vtt-sync: the client is `vtt-sync client ...` (or `python3 -m vtt_sync client ...`, "
+            "`python3 -m client_stub ...`); `python3 -m sync_server` runs the server's "
+            "commands only\n"
+        )
+        return 2
     args = build_parser().parse_args(args_list)
     if args.command == "admin":
         return admin_cli.main(args)
