@@ -1,4 +1,4 @@
-"""asyncio client of the vtt-sync wire protocol (PROTOCOL.md, v1).
+"""asyncio client of the vtt-sync wire protocol (docs/protocol.md).
 
     async with Client("ws://127.0.0.1:8765/", token, "r1") as c:
         ack = await c.command("damage", char="c1", amount=3)
@@ -162,7 +162,7 @@ class Client:
 
     @property
     def state(self) -> dict[str, Any] | None:
-        """The mirrored room state (PROTOCOL.md, State). Read only."""
+        """The mirrored room state (docs/protocol.md, "hello -> welcome"). Read only."""
         return self.mirror.state
 
     @property

@@ -97,7 +97,7 @@ class OpDoc:
     events: tuple[str, ...] = ()  # the event kinds it may emit, in their usual order
     errors: tuple[tuple[str, str], ...] = ()  # its own refusals: (code, when)
     result: str = "{}"  # the ack's result
-    rules: str = ""  # RULES.md ids it applies
+    rules: str = ""  # docs/rules.md ids it applies
     undoable: bool = True
     # Server-handled ops only (not in the op table): their arguments and role.
     args: dict[str, Arg] | None = None
@@ -819,8 +819,8 @@ def op_role(name: str) -> str:
     return role
 
 
-# PROTOCOL.md's order of refusal codes (the server's wire/protocol.py holds
-# the same tuple; tests/server/test_apidoc.py compares).
+# The order of refusal codes (docs/protocol.md, "Refusals"; the server's
+# wire/protocol.py holds the same tuple; tests/server/test_apidoc.py compares).
 ERROR_ORDER = (
     "rate_limited", "bad_frame", "unknown_op", "invalid_args", "not_found", "forbidden",
     "conflict", "rule", "internal",

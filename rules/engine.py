@@ -2,7 +2,7 @@
 
 Each op is a row of `OPS`: its arguments (validate.py), who may send it, the
 arguments naming characters (checked to exist), and its handler. `apply`
-checks in PROTOCOL.md's order: unknown_op, invalid_args, not_found,
+checks in the protocol's order (docs/protocol.md, "Refusals"): unknown_op, invalid_args, not_found,
 forbidden, then the handler's own conflict and rule refusals.
 """
 
@@ -58,7 +58,7 @@ from rules.validate import (
 
 __all__ = ["ADMIN_OPS", "LOG_OPS", "OPS", "USER_OPS", "Actor", "Outcome", "apply", "new_room"]
 
-# Roles (PROTOCOL.md, Operations): G the GM; O the GM or the owner of the
+# Roles (docs/operations.md, "Operations"): G the GM; O the GM or the owner of the
 # acting character (the `char` argument); UNTEND the GM or the owner of the
 # patient or of its healer.
 G, OWNER_OR_GM, UNTEND = "G", "O", "UNTEND"
@@ -79,7 +79,7 @@ class OpSpec:
     # D6: may this op target a dead character (the `chars` arguments)?
     on_dead: bool = False
     # May `undo` revert it? User and token commands cannot be undone: a
-    # token, once issued or revoked, is not brought back (PROTOCOL.md, undo).
+    # token, once issued or revoked, is not brought back (docs/protocol.md, "undo").
     undoable: bool = True
 
 
@@ -400,7 +400,7 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
 
 
 def authorize_undo(actor: Actor) -> None:
-    """Undo is the GM's (PROTOCOL.md); the server replays the log."""
+    """Undo is the GM's (docs/protocol.md, "undo"); the server replays the log."""
     if not actor.is_gm:
         raise Forbidden("only the GM may undo", "undo_gm_only")
 

@@ -1,7 +1,8 @@
 """The model: a room's state as attrs classes, and its plain-dict form.
 
-The dict form (`to_dict` / `from_dict`) is exactly PROTOCOL.md's State
-section plus the few fields the rules must remember (marked "memory" below):
+The dict form (`to_dict` / `from_dict`) is exactly the state the protocol
+sends (docs/protocol.md, "hello -> welcome") plus the few fields the rules
+must remember (marked "memory" below):
 the server diffs it, stores it and sends it, and clients mirror it. Derived
 values (`mods`, the effective `pe_max`) are written into the dict so that
 every client shows the same numbers, and are recomputed, never read, by
@@ -24,7 +25,8 @@ SHOWN = ("full", "status", "hidden")
 REST_KINDS = ("short", "night", "bed")
 
 HOUR = 3600
-DEFAULT_ROUND_SECONDS = 6  # RULES.md: a round lasts 6 s of world time by default
+# docs/rules.md, "Time and turns": a round lasts 6 s of world time by default.
+DEFAULT_ROUND_SECONDS = 6
 
 # From this many characters up, `Room.to_dict(since=..., touched=...)` copies
 # the old characters map and redoes only the touched ones, instead of

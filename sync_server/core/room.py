@@ -121,7 +121,7 @@ class PatchView:
     from the log after a restart or an import gives each viewer the same
     view as it did live.
 
-    A command's `id` is its sender's (PROTOCOL.md: the sender's patch
+    A command's `id` is its sender's (docs/protocol.md, "cmd -> patch": the sender's patch
     carries it, and the ack too); every other viewer but the GM and admin
     gets `"id": null`, since a client's ids may say what its command was
     about (the Foundry module's name the actor). So a patch that is the
@@ -644,7 +644,7 @@ class RoomCore:
 
     def _prelude(self, c: CommandIn, batch: _Batch) -> Decision | None:
         """Checks before the rules: a known id answers with its first ack
-        (PROTOCOL.md: dedup comes first, `expect` is checked after it), and
+        (docs/protocol.md, "Retries": dedup comes first, `expect` is checked after it), and
         a session whose token was rotated or whose user was removed is done."""
         key = (c.actor.user, c.cmd_id)
         entry = self.dedup.get(key)
@@ -749,7 +749,7 @@ class RoomCore:
         return decision
 
     def _evaluate_undo(self, c: CommandIn, batch: _Batch, reader: LogReader | None) -> Decision:
-        """Undo (PROTOCOL.md): revert the latest undoable command not yet
+        """Undo (docs/protocol.md, "undo"): revert the latest undoable command not yet
         undone, as a new version. What the revert restores (and what it
         keeps: users, live owners) is the rules' business: `rules.revert`.
         Undo reads the stored log, so it must start its own batch (the

@@ -1,4 +1,4 @@
-"""Admin commands: create_room and delete_room (PROTOCOL.md, Operations,
+"""Admin commands: create_room and delete_room (docs/operations.md, "Operations";
 role A), import_room (a room file, in parts: docs/protocol.md), and
 reissue_gm_link (a new token for a GM who lost their link).
 
@@ -76,7 +76,7 @@ def read_room_file(text: str, now: float) -> tuple[Any, dict[str, Any], bool]:
 
 def admin_args_error(op: str, args: Any) -> tuple[str, str] | None:
     """For room sessions sending an admin op: their args are checked before
-    the role (PROTOCOL.md's order: invalid_args, then forbidden)."""
+    the role (docs/protocol.md, "Refusals": invalid_args, then forbidden)."""
     return _check_args(op, args)
 
 

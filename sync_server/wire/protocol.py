@@ -10,7 +10,7 @@ names; both test suites check theirs against `protocol-vectors.json`
 (written next to this module by `vectors()`), so neither can drift.
 
 Builders return plain maps; `codec.py` encodes them. Optional fields are
-left out when absent rather than sent as null, as PROTOCOL.md shows them.
+left out when absent rather than sent as null, as docs/protocol.md shows them.
 """
 
 from __future__ import annotations

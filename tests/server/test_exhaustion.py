@@ -80,7 +80,7 @@ def test_a_remembered_token_remembered_again_moves_to_the_end() -> None:
 def test_the_dedup_window_is_bounded_by_count_and_age() -> None:
     """Issue 19: a busy room kept 100,000 ids (~43 MB); the window is now
     the last `dedup_window_versions` versions and `dedup_window_seconds`.
-    Inside it a retry gets its first ack (PROTOCOL.md), dup: true."""
+    Inside it a retry gets its first ack (docs/protocol.md, "Retries"), dup: true."""
     clock = FakeClock()
     core, gm = new_core(clock=clock, limits=Limits(dedup_window_versions=50))
     first = core.evaluate(command(gm, "advance_clock", cmd_id="first", seconds=6))

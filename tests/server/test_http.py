@@ -1,5 +1,5 @@
 """Plain HTTP on the WebSocket port: /healthz, /metrics, the page and its
-files, nothing else (PROTOCOL.md, Transport)."""
+files, nothing else (docs/protocol.md, "Connecting")."""
 
 from __future__ import annotations
 
