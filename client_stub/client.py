@@ -699,7 +699,7 @@ def _describe(exc: BaseException | None) -> str:
     if exc is None:
         return ""
     if isinstance(exc, ConnectionClosed):
-        code = exc.rcvd.code if exc.rcvd is not None else 1006
+        code = exc.rcvd.code if exc.rcvd is not None else protocol.CLOSE_ABNORMAL
         return f"connection closed ({code})"
     if isinstance(exc, ConnectionRefusedError):  # what to do, not an errno
         return "connection refused: is `vtt-sync serve` running at that address?"

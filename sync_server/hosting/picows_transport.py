@@ -45,6 +45,12 @@ from websockets.http11 import Request, Response
 
 from sync_server.core.limits import MAX_FRAME_BYTES, Limits
 from sync_server.wire.codec import select_subprotocol
+from sync_server.wire.protocol import (
+    CLOSE_INVALID_DATA,
+    CLOSE_NORMAL,
+    CLOSE_SHUTDOWN,
+    CLOSE_TOO_BIG,
+)
 
 picows: Any
 try:  # the [fast] extra
@@ -61,8 +67,8 @@ NOT_SERVED = (
 # Our name only, as with websockets (server.SERVER_HEADER): no library or
 # Python versions for a scanner.
 SERVER_HEADER = ("Server", "vtt-sync")
-# Close codes (RFC 6455).
-NORMAL, INVALID_DATA, TOO_BIG, ABNORMAL = 1000, 1007, 1009, 1006
+# Close codes (RFC 6455), named once in the protocol module.
+NORMAL, INVALID_DATA, TOO_BIG = CLOSE_NORMAL, CLOSE_INVALID_DATA, CLOSE_TOO_BIG
 
 
 def available() -> bool:
@@ -208,7 +214,7 @@ class PicowsConnection:
             self._t.send_close(picows.WSCloseCode(code), reason.encode())
 
     def _closed_error(self) -> Exception:
-        ok = self.close_rcvd is not None and self.close_rcvd.code in (NORMAL, 1001)
+        ok = self.close_rcvd is not None and self.close_rcvd.code in (NORMAL, CLOSE_SHUTDOWN)
         kind = ConnectionClosedOK if ok else ConnectionClosedError
         both = self.close_rcvd is not None and self.close_sent is not None
         return kind(self.close_rcvd, self.close_sent, self.close_rcvd_then_sent if both else None)
@@ -369,7 +375,7 @@ class PicowsServer:
 
         return run
 
-    def close(self, code: int = 1001, reason: str = "") -> None:
+    def close(self, code: int = CLOSE_SHUTDOWN, reason: str = "") -> None:
         """Stop accepting; close every connection (as websockets' `close`)."""
         if self.server is not None:
             self.server.close()
