@@ -581,7 +581,7 @@ class Client:
             log.info("server error: %s %s", parsed.code, parsed.message)
             self._emit("error", frame)
         else:
-            log.debug("ignored frame %r", frame.get("t"))
+            log.debug("ignored frame %s", type(parsed).__name__)
 
     def _request_sync(self) -> None:
         if self.mirror.version is None or self._sync_sent_at == self.mirror.version:
@@ -699,7 +699,7 @@ def _describe(exc: BaseException | None) -> str:
     if exc is None:
         return ""
     if isinstance(exc, ConnectionClosed):
-        code = exc.rcvd.code if exc.rcvd is not None else protocol.CLOSE_ABNORMAL
+        code = exc.rcvd.code if exc.rcvd is not None else protocol.WS_CLOSE_ABNORMAL
         return f"connection closed ({code})"
     if isinstance(exc, ConnectionRefusedError):  # what to do, not an errno
         return "connection refused: is `vtt-sync serve` running at that address?"

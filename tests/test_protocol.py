@@ -59,7 +59,8 @@ def test_close_codes_are_written_in_the_protocol_module_only() -> None:
             if rel == "sync_server/wire/protocol.py" or rel in NOT_CLOSE_CODES:
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Constant) and type(node.value) is int:
-                    if 1000 <= node.value <= 1015 or 4000 <= node.value <= 4999:
-                        found.append(f"{rel}:{node.lineno}: {node.value}")
+                if not (isinstance(node, ast.Constant) and type(node.value) is int):
+                    continue
+                if 1000 <= node.value <= 1015 or 4000 <= node.value <= 4999:
+                    found.append(f"{rel}:{node.lineno}: {node.value}")
     assert found == []

@@ -33,6 +33,7 @@ from sync_server.core.limits import (
 )
 from sync_server.version import __version__
 from sync_server.wire import protocol
+from sync_server.wire.frames import frame_type
 
 OPENAPI_VERSION = "3.1.0"
 # Text arguments refuse control characters (rules/validate.py).
@@ -524,7 +525,7 @@ def frame_schema(*frames: dict[str, Any], summary: str) -> dict[str, Any]:
     for key, seen in properties.items():
         if len(seen["anyOf"]) == 1:
             properties[key] = seen["anyOf"][0]
-    properties["t"] = {"const": frames[0]["t"]}
+    properties["t"] = {"const": frame_type(frames[0])}
     if "code" in properties:
         properties["code"] = {"type": "string", "enum": ERROR_CODES}
     required = sorted(set.intersection(*(set(f) for f in frames)))

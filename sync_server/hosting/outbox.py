@@ -57,7 +57,7 @@ class Connection(Protocol):
     """What an Outbox needs of a WebSocket connection (websockets'
     ServerConnection fits)."""
 
-    async def close(self, code: int = protocol.CLOSE_NORMAL, reason: str = "") -> None: ...
+    async def close(self, code: int = protocol.WS_CLOSE_NORMAL, reason: str = "") -> None: ...
 
 
 def _malloc_trim() -> Callable[[], object] | None:

@@ -46,10 +46,10 @@ from websockets.http11 import Request, Response
 from sync_server.core.limits import MAX_FRAME_BYTES, Limits
 from sync_server.wire.codec import select_subprotocol
 from sync_server.wire.protocol import (
-    CLOSE_INVALID_DATA,
-    CLOSE_NORMAL,
     CLOSE_SHUTDOWN,
     CLOSE_TOO_BIG,
+    WS_CLOSE_INVALID_DATA,
+    WS_CLOSE_NORMAL,
 )
 
 picows: Any
@@ -68,7 +68,7 @@ NOT_SERVED = (
 # Python versions for a scanner.
 SERVER_HEADER = ("Server", "vtt-sync")
 # Close codes (RFC 6455), named once in the protocol module.
-NORMAL, INVALID_DATA, TOO_BIG = CLOSE_NORMAL, CLOSE_INVALID_DATA, CLOSE_TOO_BIG
+NORMAL, INVALID_DATA, TOO_BIG = WS_CLOSE_NORMAL, WS_CLOSE_INVALID_DATA, CLOSE_TOO_BIG
 
 
 def available() -> bool:

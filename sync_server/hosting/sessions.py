@@ -248,7 +248,7 @@ class Session:
             return sent.code, sent.reason, "server"
         if rcvd is not None:
             return rcvd.code, rcvd.reason, "client"
-        return protocol.CLOSE_ABNORMAL, "connection lost", "network"
+        return protocol.WS_CLOSE_ABNORMAL, "connection lost", "network"
 
     def _hello_failed(self, reason: str) -> None:
         """A refused hello: logged with the peer and the reason (never the

@@ -195,7 +195,7 @@ class RawClient:
     async def ok(self, op: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         """`cmd` that must be acked; returns the ack."""
         reply = await self.cmd(op, args, **kw)
-        assert reply["t"] == "ack", reply
+        assert isinstance(frames.parse_server(reply), frames.Ack), reply
         return reply
 
     async def sync(self, since: int) -> dict[str, Any]:
@@ -255,25 +255,28 @@ class RawClient:
         self.patches.append(patch)
 
     async def _handle(self, frame: dict[str, Any]) -> None:
-        t = frame.get("t")
-        if t == "patch":
+        try:
+            parsed: frames.ServerFrame | None = frames.parse_server(frame)
+        except frames.BadFrame:
+            parsed = None  # kept as it came (self.frames): nothing to mirror
+        if isinstance(parsed, frames.Patch):
             before = len(self.gaps)
             self._apply_patch(frame)
             if len(self.gaps) > before:
                 await self.send({"t": "sync", "since": self.v})
-        elif t == "patches":
-            for p in frame["patches"]:
+        elif isinstance(parsed, frames.Patches):
+            for p in parsed.patches:
                 self._apply_patch(p)
             await self.sync_replies.put(frame)
-        elif t == "snapshot":
-            if frame["v"] >= self.v:
-                self.state, self.v = copy.deepcopy(frame["state"]), frame["v"]
+        elif isinstance(parsed, frames.Snapshot):
+            if parsed.v >= self.v:
+                self.state, self.v = copy.deepcopy(parsed.state), parsed.v
             await self.sync_replies.put(frame)
-        elif t in ("ack", "error") and isinstance(frame.get("id"), str):
-            fut = self._future(frame["id"])
+        elif isinstance(parsed, frames.Ack | frames.Error) and parsed.id is not None:
+            fut = self._future(parsed.id)
             if not fut.done():
                 fut.set_result(frame)
-        elif t == "error":
+        elif isinstance(parsed, frames.Error):
             await self.loose_errors.put(frame)
         async with self._changed:
             self._changed.notify_all()
