@@ -43,6 +43,7 @@ from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
 from websockets.frames import Close
 from websockets.http11 import Request, Response
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import MAX_FRAME_BYTES, Limits
 from sync_server.wire.codec import select_subprotocol
 from sync_server.wire.protocol import (
@@ -94,8 +95,10 @@ class PicowsConnection:
         handler: Callable[[Any], Awaitable[None]],
         limits: Limits,
         tasks: set[asyncio.Task[None]],
+        clock: Clock,
     ) -> None:
         self.request = request
+        self.clock = clock
         self.subprotocol = subprotocol
         self._handler = handler
         self.close_timeout = limits.close_timeout
@@ -271,7 +274,7 @@ class PicowsConnection:
             return
         self._send_close(code, reason)
         try:
-            async with asyncio.timeout(self.close_timeout):
+            async with self.clock.timeout(self.close_timeout):
                 await asyncio.shield(self.disconnected)
         except TimeoutError:
             self._t.disconnect(graceful=False)
@@ -315,6 +318,7 @@ class PicowsServer:
         limits: Limits,
         ssl: Any = None,
         sock: Any = None,
+        clock: Clock | None = None,
     ) -> PicowsServer:
         if picows is None:
             raise RuntimeError(
@@ -341,7 +345,9 @@ class PicowsServer:
                 for p in value.split(",")
             ]
             chosen = select_subprotocol(None, offered)
-            conn = PicowsConnection(request, chosen, self._serve(handler), limits, self._tasks)
+            conn = PicowsConnection(
+                request, chosen, self._serve(handler), limits, self._tasks, clock or SystemClock()
+            )
             extra = [SERVER_HEADER]
             if chosen is not None:
                 extra.append(("Sec-WebSocket-Protocol", chosen))

@@ -402,6 +402,7 @@ class Server:
             process_request=routes.process_request,
             limits=self.limits,
             ssl=None if self.tls is None else self.tls.context,
+            clock=self.clock,
         )
         self._ws = cast(Any, await start(self.config.host, self.config.port))
         if self.config.listen_fd is not None:

@@ -120,7 +120,7 @@ async def serve(
             out.say(f"vtt-sync draining: /healthz answers 503 for {config.drain_seconds:g} s")
             stop.clear()  # a second signal cuts the wait short
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(config.drain_seconds):
+                async with srv.clock.timeout(config.drain_seconds):
                     await stop.wait()
         out.say("vtt-sync shutting down", event="stopping")
     finally:
