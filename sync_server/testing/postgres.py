@@ -30,7 +30,7 @@ from pathlib import Path
 import asyncpg
 
 from sync_server.clock import Clock, SystemClock
-from sync_server.storage.postgres import DATA_TABLES
+from sync_server.storage.pg_schema import DATA_TABLES
 
 # A database starting up is waited for in real time, through the clock port,
 # asking again every READY_POLL_SECONDS (a start takes a few hundred ms).
