@@ -203,6 +203,28 @@ def test_no_import_cycle() -> None:
     assert not found, "import cycles:\n" + "\n".join("  " + " <-> ".join(c) for c in found)
 
 
+def test_the_architecture_page_draws_these_layers() -> None:
+    """docs/architecture.md's drawing of the layers names the packages of
+    `LAYERS`, in the same layers and order (`sync_server.` left out)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("The layers, top to bottom", 1)[1].split("```")[1]
+    drawn = []
+    for line in block.strip("\n").splitlines():
+        if line.startswith("  "):  # a description running on
+            continue
+        names = line.strip().split("  ", 1)[0]
+        drawn.append(tuple(n.strip() for n in names.split(",")))
+
+    def short(unit: str) -> str:
+        if unit == "sync_server":
+            return "sync_server (its __init__)"
+        if unit == "sync_server.__main__":
+            return unit
+        return unit.removeprefix("sync_server.")
+
+    assert drawn == [tuple(short(u) for u in layer) for layer in LAYERS]
+
+
 def test_the_checks_see_what_they_check() -> None:
     """The walk reads imports inside functions and under TYPE_CHECKING, an
     arrow up is counted, and a cycle through a function is found."""

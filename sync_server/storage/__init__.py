@@ -3,8 +3,11 @@
   base       the `Storage` interface
   replay     a room's state (and name) rebuilt from its snapshot and log
   memory     the in-memory reference backend
-  sqlite     SQLite (WAL, group commit): the single-node default
-  postgres   PostgreSQL (asyncpg, fenced group commit) for cluster mode
+  sqlite     SQLite (WAL, group commit): the single-node default; its
+             file's tables, rows and migrations in sqlite_schema
+  postgres   PostgreSQL (asyncpg, fenced group commit) for cluster mode;
+             its migrations in pg_schema, its group commit's statement in
+             pg_commit
   transfer   the room file: export format, checks before an import
   datadir    one server per data directory (an exclusive lock)
 
