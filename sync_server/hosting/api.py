@@ -225,7 +225,7 @@ class EventStream:
             snapshot = protocol.snapshot(parsed.v, parsed.state)
             snapshot.update(room=parsed.room, user=parsed.user, role=parsed.role)
             return self._write(sse("snapshot", json_line(snapshot), parsed.v))
-        return self._write(sse(frame["t"], json_line(frame), frame.get("v")))  # as it came
+        return self._write(sse(frames.frame_type(frame), json_line(frame), frame.get("v")))
 
     def deliver(self, data: bytes, v: int | None = None) -> None:
         """A patch from the bus, as this stream's viewer sees it (past a
