@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 
 from bench.storage_bench import version
-from sync_server.storage.sqlite import SCHEMA, _pack, _pack_version, move_head, write_version
+from sync_server.storage.sqlite_schema import SCHEMA, move_head, pack, pack_version, write_version
 
 ROOMS = 20  # server_bench's default load: the rooms a group's versions come from
 
@@ -78,7 +78,7 @@ def run_log(directory: str, versions: int, group: int) -> tuple[float, float]:
                 i = (g * group + j) % ROOMS
                 heads[i] += 1
                 r = version(f"room{i}", heads[i])
-                blob = _pack_version(r) + _pack(r.result)
+                blob = pack_version(r) + pack(r.result)
                 parts.append(len(blob).to_bytes(4, "little") + blob)
             os.write(fd, b"".join(parts))
             os.fdatasync(fd)

@@ -1,7 +1,7 @@
 """A bare websockets relay: the least a sync server can do, as the yardstick
 for bench/server_bench.py.
 
-It speaks just enough of PROTOCOL.md for the load generator: a hello gets a
+It speaks just enough of the protocol (docs/protocol.md) for the load generator: a hello gets a
 welcome; a cmd is decoded, a ~200-byte patch is encoded once and broadcast to
 every client of the room, then the sender gets an ack. No rules, no storage,
 no auth.

@@ -8,7 +8,7 @@
   characters, and with 100 dying ones (T2: the cost follows the rule
   firings, not the seconds; D5's repeated losses are one firing);
 - the worst command we can build within the bounds of rules/validate.py
-  (RULES.md v1.1, Bounds): its time, events and patch size, since a
+  (docs/rules.md, "Bounds"): its time, events and patch size, since a
   command's rules evaluation holds the server's event loop.
 - views (rules/view.py) on a 6-character room (4 players' characters in
   full, a GM's NPC in status, a hidden one): `restricted` on every patch,

@@ -35,8 +35,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sync_server.cluster.leases import leases_for
 from sync_server.core.auth import hash_token
+from sync_server.hosting.server import leases_for
 from sync_server.storage import AdminRecord, Storage, VersionRecord
 from sync_server.storage.postgres import PgStorage
 from sync_server.storage.sqlite import SqliteStorage

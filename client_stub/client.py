@@ -1,4 +1,4 @@
-"""asyncio client of the vtt-sync wire protocol (PROTOCOL.md, v1).
+"""asyncio client of the vtt-sync wire protocol (docs/protocol.md).
 
     async with Client("ws://127.0.0.1:8765/", token, "r1") as c:
         ack = await c.command("damage", char="c1", amount=3)
@@ -161,7 +161,7 @@ class Client:
 
     @property
     def state(self) -> dict[str, Any] | None:
-        """The mirrored room state (PROTOCOL.md, State). Read only."""
+        """The mirrored room state (docs/protocol.md, "hello -> welcome"). Read only."""
         return self.mirror.state
 
     @property
@@ -582,7 +582,7 @@ class Client:
             log.info("server error: %s %s", parsed.code, parsed.message)
             self._emit("error", frame)
         else:
-            log.debug("ignored frame %r", frame.get("t"))
+            log.debug("ignored frame %s", type(parsed).__name__)
 
     def _request_sync(self) -> None:
         if self.mirror.version is None or self._sync_sent_at == self.mirror.version:
@@ -703,7 +703,7 @@ def _describe(exc: BaseException | None, url: str) -> str:
     if exc is None:
         return ""
     if isinstance(exc, ConnectionClosed):
-        code = exc.rcvd.code if exc.rcvd is not None else 1006
+        code = exc.rcvd.code if exc.rcvd is not None else protocol.WS_CLOSE_ABNORMAL
         return f"connection closed ({code})"
     known = reach.reason(exc, url)
     if known is not None:

@@ -1,4 +1,4 @@
-"""Typed errors of the vtt-sync client (PROTOCOL.md error codes and close codes)."""
+"""Typed errors of the vtt-sync client (docs/protocol.md, "Refusals" and "Closing")."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ class VttSyncError(Exception):
 
 
 class CommandError(VttSyncError):
-    """The server refused a command. `.code` is PROTOCOL.md's code, `.message` its text."""
+    """The server refused a command. `.code` is its error code
+    (docs/protocol.md, "Refusals"), `.message` its text."""
 
     code: str = "error"
 

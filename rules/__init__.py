@@ -10,7 +10,8 @@ ordered events for the table's log and the command's result; and
 
 says what a viewer may send now (rules/affordances.py), from the same
 checks. `apply` never mutates its input: a refused command raises a `Refused` (carrying one of
-PROTOCOL.md's error codes) and the caller still holds the unchanged state.
+the protocol's error codes, docs/protocol.md, "Refusals") and the caller still holds the
+unchanged state.
 No asyncio, no I/O, no clock, no global random.
 """
 

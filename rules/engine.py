@@ -4,9 +4,9 @@ The op table, `OPS`, is the game's definition (like a boardgame.io game's
 `moves`): each rules module declares its ops once (`rules.op.Op`: the
 arguments, who may send it, the arguments naming characters, its checks, its
 change, its offer, its events, its words) and this module gathers them.
-`apply` checks in docs/protocol.md's order: unknown_op, invalid_args,
-not_found, forbidden, then the op's own checks (conflict and rule refusals),
-and only then lets the op change the room.
+`apply` checks in the protocol's order (docs/protocol.md, "Refusals"):
+unknown_op, invalid_args, not_found, forbidden, then the op's own checks
+(conflict and rule refusals), and only then lets the op change the room.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def apply(room: Room, op: str, args: Any, actor: Actor, dice: Dice) -> Outcome:
 
 
 def authorize_undo(actor: Actor) -> None:
-    """Undo is the GM's (docs/protocol.md); the server replays the log."""
+    """Undo is the GM's (docs/protocol.md, "undo"); the server replays the log."""
     if not actor.is_gm:
         raise Forbidden("only the GM may undo", "undo_gm_only")
 

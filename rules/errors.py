@@ -1,4 +1,5 @@
-"""Refusals: every way a command can be turned down, as PROTOCOL.md's codes.
+"""Refusals: every way a command can be turned down, as the protocol's error
+codes (docs/protocol.md, "Refusals").
 
 A refusal is an exception so that a handler can stop at the first problem;
 the engine works on a copy of the state, so a refused command changes nothing.
@@ -10,7 +11,8 @@ from typing import Any
 
 
 class Refused(Exception):
-    """A command the rules turn down; `code` is one of PROTOCOL.md's error codes.
+    """A command the rules turn down; `code` is one of the protocol's error
+    codes (docs/protocol.md, "Refusals").
 
     `message` is the server's sentence (names spelled out); `key` and
     `values` say the same as data, for the affordances (rules/affordances.py):

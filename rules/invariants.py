@@ -1,4 +1,4 @@
-"""The invariants of RULES.md's Character table, as a checkable list.
+"""The invariants of docs/rules.md's conditions table ("Conditions"), as a checkable list.
 
 Used by corrections (a GM change that breaks one is refused) and by the
 property and fuzz tests (no command may ever break one).

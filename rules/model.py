@@ -1,7 +1,8 @@
 """The model: a room's state as attrs classes, and its plain-dict form.
 
-The dict form (`to_dict` / `from_dict`) is exactly docs/protocol.md's State
-section plus the few fields the rules must remember (marked "memory" below):
+The dict form (`to_dict` / `from_dict`) is exactly the state the protocol
+sends (docs/protocol.md, "hello -> welcome") plus the few fields the rules
+must remember (marked "memory" below):
 the server diffs it, stores it and sends it, and clients mirror it. Derived
 values (`mods`, the effective `pe_max`, `next_check`: when L1's next check
 falls) are written into the dict so that every client shows the same
@@ -25,7 +26,8 @@ SHOWN = ("full", "status", "hidden")
 REST_KINDS = ("short", "night", "bed")
 
 HOUR = 3600
-DEFAULT_ROUND_SECONDS = 6  # docs/rules.md: a round lasts 6 s of world time by default
+# docs/rules.md, "Time and turns": a round lasts 6 s of world time by default.
+DEFAULT_ROUND_SECONDS = 6
 STABILITY_CHECKS = 8  # L1/L2: a stable character's checks at +1 h ... +8 h
 
 # From this many characters up, `Room.to_dict(since=..., touched=...)` copies

@@ -1,4 +1,4 @@
-"""Patches: the change vocabulary of the state dict (PROTOCOL.md, Patches).
+"""Patches: the change vocabulary of the state dict (docs/protocol.md, "cmd -> patch").
 
 `diff(old, new)` gives the ops that turn `old` into `new`; `invert(ops, old)`
 the ops that turn it back; `apply_ops(state, ops)` replays either. Pure

@@ -1,4 +1,4 @@
-"""Undo's rule: what reverting a past command restores (PROTOCOL.md, undo).
+"""Undo's rule: what reverting a past command restores (docs/protocol.md, "undo").
 
 The server keeps the log; it hands this module the room as it is now and
 the stored inverse ops of the command to revert. What comes back is the room

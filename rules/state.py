@@ -1,6 +1,6 @@
 """The state's plain-dict form (`Room.to_dict`), typed where it crosses
 modules: the server stores, diffs, views and sends it, and the clients
-mirror it (docs/protocol.md's state). These TypedDicts are that shape, key by
+mirror it (docs/protocol.md, "hello -> welcome"). These TypedDicts are that shape, key by
 key; a state read back from storage may lack the keys added since it was
 written (`Room.from_dict` fills their defaults), so readers of stored
 dicts take a `Mapping`."""

@@ -22,7 +22,7 @@ MAX_NAME = 100  # names show in a tracker row; longer is a mistake or abuse
 MAX_ID = 64  # ids travel in every patch path
 MAX_AMOUNT = 1_000_000  # far above any real hit; bounds arithmetic and storage
 
-# The sheet's maxima (RULES.md v1.1, Bounds): values a real table uses, with
+# The sheet's maxima (docs/rules.md, "Bounds"): values a real table uses, with
 # a wide margin, so that a typo (or a script) cannot make a sheet no game has.
 # Starfinder and Pathfinder stop at level 20; epic and house-ruled campaigns
 # go somewhat past it.
@@ -37,7 +37,7 @@ MAX_PE = 10_000
 # drive the cost of a clock advance; this bound is only what a table needs.
 MAX_PP = 100
 
-# The room's size (RULES.md v1.1, Bounds). A table is a GM, a handful of
+# The room's size (docs/rules.md, "Bounds"). A table is a GM, a handful of
 # players and some dozens of foes and NPCs per scene; a room keeps its cast
 # between scenes. 200 characters is also MAX_ORDER, so that every character
 # may join one combat. The cost of the heaviest command (a clock advance with

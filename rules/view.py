@@ -53,7 +53,7 @@ FULL, STATUS, HIDDEN = SHOWN
 _RANK = {HIDDEN: 0, STATUS: 1, FULL: 2}
 _BY_RANK = {r: level for level, r in _RANK.items()}
 
-# What a `status` character shows (PROTOCOL.md v1.1: its id is the map key;
+# What a `status` character shows (docs/protocol.md, "Views": its id is the map key;
 # its place in combat.order is kept). No number but the level.
 STATUS_FIELDS = ("name", "owner", "shown", "level", "condition")
 # Top-level state keys only the GM and admin see: the queued physical dice
@@ -66,7 +66,7 @@ GM_ONLY_EVENTS = frozenset({"rolls_queued"})
 # Event fields that name a character: the actor (roller, healer...) and the
 # target (first aid's and tending's patient).
 CHAR_KEYS = ("char", "patient")
-# What an event about a `status` character keeps (PROTOCOL.md v1.1): its
+# What an event about a `status` character keeps (docs/protocol.md, "Views"): its
 # kind and character, and for a change of condition, what changed and why.
 STATUS_EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "condition": ("kind", "char", "from", "to", "cause"),

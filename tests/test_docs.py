@@ -3,6 +3,8 @@ its Markdown files leads to a file of the repository."""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from pathlib import Path
 
@@ -85,3 +87,113 @@ def test_user_pages_speak_without_the_designs_jargon() -> None:
             if JARGON.search(line) or BARE_AFFORDANCES.search(line):
                 found.append(f"{page}:{n}: {line.strip()}")
     assert found == []
+
+
+# --- files and sections that comments and docs name -------------------------------
+
+# A file name as prose cites it: a path or a bare name with a source or doc suffix.
+CITED = re.compile(r"(?<![\w./@:$-])((?:[\w-]+/)*[\w-]+\.(?:py|md|mjs|js|toml|css|html))(?![\w/-])")
+# Files of other projects or of a reader's own, which the repository does not
+# hold: h11's state machine (a model, docs/architecture.md) and its
+# connection (the 431 it answers: tests/server/test_http_statuses.py), the Foundry
+# system's sources the module is modelled on (foundry/README.md), the older
+# tree an A/B benchmark is pointed at, an operator's own settings file.
+ELSEWHERE = ("_state.py", "h11/_connection.py", "src/module/", "OLD/", "config.toml", "vtt.toml")
+# A section cited as `docs/<page>.md, "<heading>"` (the heading's beginning).
+SECTION = re.compile(r"docs/([\w-]+)\.md, \"([^\"]+)\"")
+
+
+def _python_prose(path: Path) -> str:
+    """A Python file's comments and docstrings (not its code: a test may
+    well spell a name that must not exist)."""
+    import ast
+    import io
+    import tokenize
+
+    source = path.read_text(encoding="utf-8")
+    parts = [
+        tok.string
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            parts.append(ast.get_docstring(node, clean=False) or "")
+    return "\n".join(parts)
+
+
+@functools.cache
+def _prose(path: Path) -> str:
+    """What a reader reads as prose in a file: comments, docstrings, Markdown
+    outside its code blocks."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".py":
+        return _python_prose(path)
+    if path.suffix == ".md":
+        return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    if path.suffix in (".js", ".mjs"):
+        return "\n".join(re.findall(r"//[^\n]*|/\*.*?\*/", text, flags=re.S))
+    if path.suffix == ".toml":
+        return "\n".join(re.findall(r"#[^\n]*", text))
+    return ""
+
+
+def _tree() -> list[Path]:
+    """Every file and folder of the repository (installed packages aside)."""
+    out = []
+    for folder, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in SKIP and not d.endswith(".egg-info")]
+        out += [Path(folder, name) for name in dirs + files]
+    return out
+
+
+@functools.cache
+def _prose_files() -> list[Path]:
+    skip = ("tests/fixtures/", "CHANGELOG.md")  # data, and history naming what was
+    return [
+        p
+        for p in _tree()
+        if p.suffix in (".py", ".md", ".js", ".mjs", ".toml")
+        and p.is_file()
+        and not str(p.relative_to(REPO)).startswith(skip)
+    ]
+
+
+def test_comments_and_docs_name_files_that_exist() -> None:
+    """Every file a comment, docstring or page names exists: as a path from
+    the repository's root or from the citing file's folder, or, written
+    bare, as some file of the repository (no name left behind by a
+    rename)."""
+    every = _tree()
+    paths = {str(p.relative_to(REPO)) for p in every}
+    names = {p.name for p in every}
+    missing = []
+    seen = 0
+    for path in _prose_files():
+        for cited in CITED.findall(_prose(path)):
+            seen += 1
+            if cited.startswith(ELSEWHERE) or cited in paths or (path.parent / cited).exists():
+                continue
+            if "/" not in cited and cited in names:
+                continue
+            if any(p.endswith("/" + cited) for p in paths):  # a path inside a package
+                continue
+            missing.append(f"{path.relative_to(REPO)}: {cited}")
+    assert missing == []
+    assert seen > 500  # it reads the citations (a broken pattern would find none)
+
+
+def test_sections_cited_exist() -> None:
+    """`docs/protocol.md, "Refusals"` names a heading of that page (its
+    beginning): the contracts are cited as the repository's own pages."""
+    headings: dict[str, list[str]] = {}
+    for md in (REPO / "docs").glob("*.md"):
+        found = re.findall(r"^#+ (.+)$", md.read_text(encoding="utf-8"), flags=re.M)
+        headings[md.stem] = [h.strip().strip("`") for h in found]
+    wrong = []
+    for path in _prose_files():
+        for page, section in SECTION.findall(_prose(path)):
+            if not any(h.startswith(section) for h in headings.get(page, [])):
+                wrong.append(f"{path.relative_to(REPO)}: docs/{page}.md, {section!r}")
+    assert wrong == []
+    assert sum(len(SECTION.findall(_prose(p))) for p in _prose_files()) > 50  # it reads them

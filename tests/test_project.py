@@ -29,7 +29,7 @@ def test_one_version_reported_everywhere() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" in pyproject["project"]["dynamic"]
     assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "sync_server.__version__"
+        "attr": "sync_server.version.__version__"
     }
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert re.search(rf"^## {re.escape(__version__)}\b", changelog, flags=re.M)

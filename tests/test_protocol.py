@@ -37,3 +37,30 @@ def test_the_vectors_are_printed_by_the_module() -> None:
         check=True,
     )
     assert json.loads(out.stdout) == protocol.vectors()
+
+
+# Numbers in the close codes' ranges that are no close code: limits.py's
+# limits (each a named constant) and the contracts' dedup window (1000
+# versions).
+NOT_CLOSE_CODES = {"sync_server/core/limits.py", "sync_server/testing/contracts/storage.py"}
+
+
+def test_close_codes_are_written_in_the_protocol_module_only() -> None:
+    """Every close code the server and the Python client send, expect or
+    report is a name of wire/protocol.py (RFC 6455's own included): no
+    module writes 1000-1015 or 4000-4999 as a number."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for pkg in ("sync_server", "client_stub", "vtt_sync"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            rel = str(path.relative_to(root))
+            if rel == "sync_server/wire/protocol.py" or rel in NOT_CLOSE_CODES:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not (isinstance(node, ast.Constant) and type(node.value) is int):
+                    continue
+                if 1000 <= node.value <= 1015 or 4000 <= node.value <= 4999:
+                    found.append(f"{rel}:{node.lineno}: {node.value}")
+    assert found == []

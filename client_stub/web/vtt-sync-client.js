@@ -1,4 +1,4 @@
-// vtt-sync browser client: a dependency-free ES module speaking PROTOCOL.md v1
+// vtt-sync browser client: a dependency-free ES module speaking the wire protocol v1 (docs/protocol.md)
 // over the JSON subprotocol. What a Foundry (or any VTT) module imports:
 //
 //   import { VttSyncClient } from "./vtt-sync-client.js";
@@ -64,7 +64,7 @@ export function syncFrame(since, id = null) {
   return frame;
 }
 
-/** The server refused a command: `code` is PROTOCOL.md's error code. */
+/** The server refused a command: `code` is the protocol's error code (docs/protocol.md, "Refusals"). */
 export class CommandError extends Error {
   constructor(code, message, id = null) {
     super(message ? `${code}: ${message}` : code);

@@ -13,9 +13,10 @@ head check. So the log can never fork, whatever the clocks or the pauses
 of a node do; time only decides *when* another node may take over.
 
 On one node with SQLite nobody else can write, so `SingleNodeLeases`
-answers "always mine" and the server runs the same code either way:
-`leases_for(storage, ...)` gives the leases of a cluster backend's database
-(PostgreSQL: `PgLeases`) or the single-node ones.
+answers "always mine" and the server runs the same code either way: where
+the server is assembled, `sync_server.hosting.server.leases_for(storage, ...)`
+gives the leases of a cluster backend's database (PostgreSQL: `PgLeases`)
+or the single-node ones.
 
 Local deadlines: each `Claim` carries `deadline`, a `Clock.monotonic()`
 reading taken *before* the claim (or renewal) was sent plus the lease
@@ -31,13 +32,12 @@ import asyncio
 import contextlib
 import logging
 import math
-import sys
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
-from sync_server.hosting.clock import Clock, SystemClock
+from sync_server.clock import Clock, SystemClock
 from sync_server.storage import StorageError
 
 log = logging.getLogger(__name__)
@@ -182,38 +182,6 @@ def renewed(held: dict[str, Claim], claims: list[Claim], kept: set[str], until: 
             held[c.room] = Claim(c.room, c.epoch, until)
         else:
             del held[c.room]
-
-
-def leases_for(
-    storage: Any,
-    *,
-    node_id: str = "local",
-    public_url: str = "",
-    lease_seconds: float = LEASE_SECONDS,
-    clock: Clock | None = None,
-) -> Leases:
-    """The leases that fence `storage`'s commits: the storage itself if it
-    implements them, those attached to it already (`storage.leases`), new
-    ones on a cluster backend's database (PostgreSQL), else single-node
-    ones: the server calls the same methods either way."""
-    if isinstance(storage, Leases):
-        return storage
-    attached = getattr(storage, "leases", None)
-    if isinstance(attached, Leases):
-        return attached
-    # A PgStorage exists only if its module (and asyncpg) was imported.
-    postgres = sys.modules.get("sync_server.storage.postgres")
-    if postgres is not None and isinstance(storage, postgres.PgStorage):
-        from sync_server.cluster.pg_leases import PgLeases
-
-        return PgLeases(
-            storage,
-            node_id=node_id,
-            public_url=public_url,
-            lease_seconds=lease_seconds,
-            clock=clock,
-        )
-    return SingleNodeLeases()
 
 
 class LeaseKeeper:

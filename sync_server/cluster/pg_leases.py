@@ -30,8 +30,8 @@ import math
 import secrets
 from collections.abc import Iterable
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import LEASE_SECONDS, RENEWALS_PER_LEASE, Claim, Owner, renewed
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import StorageError
 from sync_server.storage.postgres import PgStorage
 

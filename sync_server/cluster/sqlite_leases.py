@@ -36,8 +36,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import LEASE_SECONDS, Claim, Owner, renewed
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import Fenced, RoomDeleted, StorageError
 from sync_server.storage.sqlite import SqliteStorage
 

@@ -14,7 +14,6 @@ import hmac
 import logging
 import os
 import secrets
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -131,7 +130,7 @@ class RecentTokens:
     def __init__(
         self,
         ttl: float,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float],
         max_items: int = MAX_RECENT_TOKENS,
     ) -> None:
         self.ttl = ttl

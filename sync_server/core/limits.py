@@ -36,7 +36,7 @@ from sync_server.wire.bounds import MAX_NESTING as MAX_NESTING
 from sync_server.wire.bounds import MIN_INT as MIN_INT
 from sync_server.wire.protocol import MAX_FRAME_BYTES as PROTOCOL_MAX_FRAME_BYTES
 
-# --- Transport (PROTOCOL.md, Transport) -----------------------------------
+# --- Transport (docs/protocol.md, "Connecting") -----------------------------------
 
 # The largest frame accepted. A command is a few hundred bytes; 64 KiB is
 # far above any honest one and keeps a hostile frame from costing memory.
@@ -96,7 +96,7 @@ MAX_HTTP_BODY_BYTES = PROTOCOL_MAX_FRAME_BYTES
 # a room keeps in memory (RECENT_PATCHES_IN_MEMORY below).
 HISTORY_DEFAULT_LIMIT = 50
 
-# --- Rate limits (PROTOCOL.md, Transport; issue 5) ------------------------
+# --- Rate limits (docs/protocol.md, "Limits"; issue 5) ------------------------
 
 # Player and observer sessions: a human clicking buttons. 20/s sustained
 # with a burst of 40 is far above any honest use and cheap for the server.
@@ -160,7 +160,7 @@ WORKERS_LISTEN_BACKLOG = 100
 # alone (its supervisor killed) drains and stops within this long.
 WORKER_ORPHAN_CHECK_SECONDS = 1.0
 
-# --- Per-client outgoing bytes (PROTOCOL.md: 1013 for slow readers) -------
+# --- Per-client outgoing bytes (docs/protocol.md, "Closing": 1013 for slow readers) -------
 
 # Bytes written for one client and not yet taken by its connection (the
 # transport's buffer: every frame counts, welcomes and snapshots included).
@@ -198,7 +198,7 @@ MAX_VIEW_CLASSES_PER_PATCH = 4
 # `status` patients cost 98 renders of a century advance (~3 ms each, 330 ms
 # of the event loop per advance and undo, before the patch was even sent).
 # Past it the others' views are not rendered: the version lists them as
-# needing a snapshot (storage.base `Views`, "resync"), so they get no patch
+# needing a snapshot (core/views.py `Views`, "resync"), so they get no patch
 # of it, live (the bus holds them, as past MAX_VIEW_CLASSES_PER_PATCH) or on
 # a resume (a snapshot instead). Same value: the live cap renders no more.
 MAX_STORED_VIEWS_PER_VERSION = MAX_VIEW_CLASSES_PER_PATCH

@@ -1,6 +1,7 @@
 """Rate limits: token buckets, sans-I/O (the time is passed in).
 
-PROTOCOL.md: player and observer sessions over 20 commands/s (burst 40) get
+docs/protocol.md, "Limits": player and observer sessions over 20 commands/s
+(burst 40) get
 `rate_limited` errors, not a disconnect; GM and admin sessions are
 unlimited unless the server is started with a limit.
 

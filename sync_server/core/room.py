@@ -47,7 +47,7 @@ from rules.view import CLASS_PUBLIC
 from sync_server.core.auth import RecentTokens, hash_token
 from sync_server.core.limits import PATCH_SIZE_CHECK_ITEMS, Limits
 from sync_server.core.recent import RecentPatches
-from sync_server.storage import (
+from sync_server.core.records import (
     DedupEntry,
     LoadedRoom,
     RoomDeleted,
@@ -55,7 +55,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import (
+from sync_server.core.views import (
     Views,
     needs_snapshot,
     version_views,
@@ -115,13 +115,13 @@ class PatchView:
     command ids and affordances): viewers are grouped by `key`, each
     group's frame built once; None for those who get the plain patch.
 
-    `views` is what the version stores for its viewers (storage.base's
+    `views` is what the version stores for its viewers (core/views.py's
     `Views`: the public view and the players whose own differs from it),
     None when the rules say every viewer may see it whole; so a patch loaded
     from the log after a restart or an import gives each viewer the same
     view as it did live.
 
-    A command's `id` is its sender's (PROTOCOL.md: the sender's patch
+    A command's `id` is its sender's (docs/protocol.md, "cmd -> patch": the sender's patch
     carries it, and the ack too); every other viewer but the GM and admin
     gets `"id": null`, since a client's ids may say what its command was
     about (the Foundry module's name the actor). So a patch that is the
@@ -644,7 +644,7 @@ class RoomCore:
 
     def _prelude(self, c: CommandIn, batch: _Batch) -> Decision | None:
         """Checks before the rules: a known id answers with its first ack
-        (PROTOCOL.md: dedup comes first, `expect` is checked after it), and
+        (docs/protocol.md, "Retries": dedup comes first, `expect` is checked after it), and
         a session whose token was rotated or whose user was removed is done."""
         key = (c.actor.user, c.cmd_id)
         entry = self.dedup.get(key)
@@ -749,7 +749,7 @@ class RoomCore:
         return decision
 
     def _evaluate_undo(self, c: CommandIn, batch: _Batch, reader: LogReader | None) -> Decision:
-        """Undo (PROTOCOL.md): revert the latest undoable command not yet
+        """Undo (docs/protocol.md, "undo"): revert the latest undoable command not yet
         undone, as a new version. What the revert restores (and what it
         keeps: users, live owners) is the rules' business: `rules.revert`.
         Undo reads the stored log, so it must start its own batch (the

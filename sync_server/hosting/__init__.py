@@ -12,5 +12,7 @@ ws_fastpath  the one module touching websockets' internals (optional)
 web          /healthz, /metrics, the page's files; HEAD, OPTIONS, CORS
 admin_http   GET /admin/export (the admin token in a header)
 tls          the TLS context, reloaded in place (SIGHUP)
-clock        the clock port (system, fake)
+
+The clock port they read time through is `sync_server.clock`, below every
+package that waits or stamps.
 """

@@ -1,4 +1,4 @@
-"""Admin commands: create_room and delete_room (PROTOCOL.md, Operations,
+"""Admin commands: create_room and delete_room (docs/operations.md, "Operations";
 role A), import_room (a room file, in parts: docs/protocol.md), and
 reissue_gm_link (a new token for a GM who lost their link).
 
@@ -28,13 +28,13 @@ import rules
 from rules.catalog import op_args
 from rules.errors import InvalidArgs
 from rules.validate import check_args
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.auth import RecentTokens, hash_token, new_token
 from sync_server.core.limits import Limits
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.rooms import Rooms
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import AdminRecord, Storage, TokenInUse, transfer
-from sync_server.wire import protocol
+from sync_server.wire import frames, protocol
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def read_room_file(text: str, now: float) -> tuple[Any, dict[str, Any], bool]:
 
 def admin_args_error(op: str, args: Any) -> tuple[str, str] | None:
     """For room sessions sending an admin op: their args are checked before
-    the role (PROTOCOL.md's order: invalid_args, then forbidden)."""
+    the role (docs/protocol.md, "Refusals": invalid_args, then forbidden)."""
     return _check_args(op, args)
 
 
@@ -111,7 +111,11 @@ class Admin:
         started = self.clock.monotonic()
         async with self._lock:
             frame = await self._execute(cmd_id, op, args)
-        outcome = "dup" if frame.get("dup") else ("ok" if frame["t"] == "ack" else frame["code"])
+        reply = frames.parse_server(frame)
+        if isinstance(reply, frames.Ack):
+            outcome = "dup" if reply.dup else "ok"
+        else:
+            outcome = reply.code if isinstance(reply, frames.Error) else "internal"
         self.metrics.command(op, outcome, self.clock.monotonic() - started)
         return frame
 
@@ -194,10 +198,13 @@ class Admin:
         frame = await self.room_command(
             room_id, gm, "rotate_token", {"user": gm}, cmd_id=f"admin-{cmd_id}"
         )
-        if frame.get("t") != "ack":
-            return protocol.error(frame.get("code", "internal"), frame.get("message", ""), cmd_id)
+        reply = frames.parse_server(frame)
+        if not isinstance(reply, frames.Ack):
+            if isinstance(reply, frames.Error):
+                return protocol.error(reply.code, reply.message, cmd_id)
+            return protocol.error("internal", "", cmd_id)
         log.info("room %s: a new link for its GM %s", room_id, gm)
-        token = frame["result"]["token"]
+        token = reply.result["token"]
         return protocol.ack(cmd_id, {"room": room_id, "user": gm, "gm_token": token})
 
     # --- import_room ------------------------------------------------------

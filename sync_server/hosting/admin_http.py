@@ -33,10 +33,10 @@ from typing import Any
 from websockets.http11 import Request, Response
 
 from rules.catalog import valid_room_id
+from sync_server.clock import Clock
 from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.limits import EXPORT_CHUNK_VERSIONS
 from sync_server.core.ratelimit import Buckets
-from sync_server.hosting.clock import Clock
 from sync_server.hosting.web import response
 from sync_server.storage import RoomDump, transfer
 

@@ -56,7 +56,7 @@ from sync_server.hosting.room_host import RoomHost
 from sync_server.hosting.sessions import SessionDeps, request_bucket
 from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
 from sync_server.hosting.work import Command, Join, RoomClosed
-from sync_server.wire import protocol
+from sync_server.wire import frames, protocol
 from sync_server.wire.codec import CODECS, BadFrame
 
 log = logging.getLogger("sync_server.http")
@@ -217,13 +217,15 @@ class EventStream:
     def send(self, frame: dict[str, Any]) -> int:
         """A frame for this stream only: the join's welcome (a snapshot
         event, or one event per patch when it resumes)."""
-        if frame.get("t") == "welcome" and "patches" in frame:
-            return sum(self.send(p) for p in frame["patches"])
-        if frame.get("t") == "welcome":
-            snapshot = protocol.snapshot(frame["v"], frame["state"])
-            snapshot.update(room=frame["room"], user=frame["user"], role=frame["role"])
-            return self._write(sse("snapshot", json_line(snapshot), frame["v"]))
-        return self._write(sse(frame["t"], json_line(frame), frame.get("v")))
+        parsed = frames.parse_server(frame)
+        if isinstance(parsed, frames.Welcome) and parsed.patches is not None:
+            return sum(self.send(p) for p in parsed.patches)
+        if isinstance(parsed, frames.Welcome):
+            assert parsed.v is not None and parsed.state is not None  # a room's welcome
+            snapshot = protocol.snapshot(parsed.v, parsed.state)
+            snapshot.update(room=parsed.room, user=parsed.user, role=parsed.role)
+            return self._write(sse("snapshot", json_line(snapshot), parsed.v))
+        return self._write(sse(frames.frame_type(frame), json_line(frame), frame.get("v")))
 
     def deliver(self, data: bytes, v: int | None = None) -> None:
         """A patch from the bus, as this stream's viewer sees it (past a
@@ -530,8 +532,9 @@ class Api:
             done()
             raise self._gone(host)
         answer = await fut
-        if answer["t"] == "error":
-            status = STATUS.get(answer["code"], 500)
+        answered = frames.parse_server(answer)
+        if isinstance(answered, frames.Error):
+            status = STATUS.get(answered.code, 500)
             conn.respond(status, json_body(answer), headers=cors)
             return
         if seen:

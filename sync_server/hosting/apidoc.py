@@ -24,7 +24,6 @@ from rules.catalog import EVENTS, OPS, all_ops, describe_arg, op_args, op_errors
 from rules.catalog import ROLE_TEXT as ROLES
 from rules.engine import ADMIN_OPS
 from rules.validate import CORRECTABLE, CORRECTIONS, MAX_ID, Arg, Kind
-from sync_server import __version__
 from sync_server.core.limits import (
     HISTORY_DEFAULT_LIMIT,
     MAX_CMD_ID_LENGTH,
@@ -32,7 +31,9 @@ from sync_server.core.limits import (
     RECENT_PATCHES_IN_MEMORY,
     ROOM_ID_PATTERN,
 )
+from sync_server.version import __version__
 from sync_server.wire import protocol
+from sync_server.wire.frames import frame_type
 
 OPENAPI_VERSION = "3.1.0"
 # Text arguments refuse control characters (rules/validate.py).
@@ -524,7 +525,7 @@ def frame_schema(*frames: dict[str, Any], summary: str) -> dict[str, Any]:
     for key, seen in properties.items():
         if len(seen["anyOf"]) == 1:
             properties[key] = seen["anyOf"][0]
-    properties["t"] = {"const": frames[0]["t"]}
+    properties["t"] = {"const": frame_type(frames[0])}
     if "code" in properties:
         properties["code"] = {"type": "string", "enum": ERROR_CODES}
     required = sorted(set.intersection(*(set(f) for f in frames)))

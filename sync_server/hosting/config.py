@@ -32,7 +32,7 @@ class Config:
     port: int = 0
     # Player and observer sessions; None disables the limit.
     rate: RateSpec | None = attrs.Factory(lambda: RateSpec(PLAYER_RATE_PER_SECOND, PLAYER_BURST))
-    # GM and admin sessions: unlimited unless given (PROTOCOL.md).
+    # GM and admin sessions: unlimited unless given (docs/protocol.md, "Limits").
     gm_rate: RateSpec | None = None
     # Refused hellos per peer address; None disables the limit.
     hello_failure_rate: RateSpec | None = attrs.Factory(

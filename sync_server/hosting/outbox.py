@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from websockets.asyncio.server import broadcast
 from websockets.exceptions import ConnectionClosed
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import (
     CLOSE_TIMEOUT_SECONDS,
     OUTBOX_MAX_BYTES,
@@ -45,7 +46,6 @@ from sync_server.core.limits import (
     TRIM_DELAY_SECONDS,
 )
 from sync_server.hosting.bus import Message, encode
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.ws_fastpath import raw_writer
 from sync_server.wire import protocol
 from sync_server.wire.codec import Codec
@@ -57,7 +57,7 @@ class Connection(Protocol):
     """What an Outbox needs of a WebSocket connection (websockets'
     ServerConnection fits)."""
 
-    async def close(self, code: int = 1000, reason: str = "") -> None: ...
+    async def close(self, code: int = protocol.WS_CLOSE_NORMAL, reason: str = "") -> None: ...
 
 
 def _malloc_trim() -> Callable[[], object] | None:

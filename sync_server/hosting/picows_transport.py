@@ -43,8 +43,15 @@ from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
 from websockets.frames import Close
 from websockets.http11 import Request, Response
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import MAX_FRAME_BYTES, Limits
 from sync_server.wire.codec import select_subprotocol
+from sync_server.wire.protocol import (
+    CLOSE_SHUTDOWN,
+    CLOSE_TOO_BIG,
+    WS_CLOSE_INVALID_DATA,
+    WS_CLOSE_NORMAL,
+)
 
 picows: Any
 try:  # the [fast] extra
@@ -61,8 +68,8 @@ NOT_SERVED = (
 # Our name only, as with websockets (server.SERVER_HEADER): no library or
 # Python versions for a scanner.
 SERVER_HEADER = ("Server", "vtt-sync")
-# Close codes (RFC 6455).
-NORMAL, INVALID_DATA, TOO_BIG, ABNORMAL = 1000, 1007, 1009, 1006
+# Close codes (RFC 6455), named once in the protocol module.
+NORMAL, INVALID_DATA, TOO_BIG = WS_CLOSE_NORMAL, WS_CLOSE_INVALID_DATA, CLOSE_TOO_BIG
 
 
 def available() -> bool:
@@ -88,8 +95,10 @@ class PicowsConnection:
         handler: Callable[[Any], Awaitable[None]],
         limits: Limits,
         tasks: set[asyncio.Task[None]],
+        clock: Clock,
     ) -> None:
         self.request = request
+        self.clock = clock
         self.subprotocol = subprotocol
         self._handler = handler
         self.close_timeout = limits.close_timeout
@@ -208,7 +217,7 @@ class PicowsConnection:
             self._t.send_close(picows.WSCloseCode(code), reason.encode())
 
     def _closed_error(self) -> Exception:
-        ok = self.close_rcvd is not None and self.close_rcvd.code in (NORMAL, 1001)
+        ok = self.close_rcvd is not None and self.close_rcvd.code in (NORMAL, CLOSE_SHUTDOWN)
         kind = ConnectionClosedOK if ok else ConnectionClosedError
         both = self.close_rcvd is not None and self.close_sent is not None
         return kind(self.close_rcvd, self.close_sent, self.close_rcvd_then_sent if both else None)
@@ -265,7 +274,7 @@ class PicowsConnection:
             return
         self._send_close(code, reason)
         try:
-            async with asyncio.timeout(self.close_timeout):
+            async with self.clock.timeout(self.close_timeout):
                 await asyncio.shield(self.disconnected)
         except TimeoutError:
             self._t.disconnect(graceful=False)
@@ -309,6 +318,7 @@ class PicowsServer:
         limits: Limits,
         ssl: Any = None,
         sock: Any = None,
+        clock: Clock | None = None,
     ) -> PicowsServer:
         if picows is None:
             raise RuntimeError(
@@ -335,7 +345,9 @@ class PicowsServer:
                 for p in value.split(",")
             ]
             chosen = select_subprotocol(None, offered)
-            conn = PicowsConnection(request, chosen, self._serve(handler), limits, self._tasks)
+            conn = PicowsConnection(
+                request, chosen, self._serve(handler), limits, self._tasks, clock or SystemClock()
+            )
             extra = [SERVER_HEADER]
             if chosen is not None:
                 extra.append(("Sec-WebSocket-Protocol", chosen))
@@ -369,7 +381,7 @@ class PicowsServer:
 
         return run
 
-    def close(self, code: int = 1001, reason: str = "") -> None:
+    def close(self, code: int = CLOSE_SHUTDOWN, reason: str = "") -> None:
         """Stop accepting; close every connection (as websockets' `close`)."""
         if self.server is not None:
             self.server.close()

@@ -38,6 +38,7 @@ import attrs
 import rules
 from rules.state import StateDict
 from rules.view import new_memo
+from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import Leases, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
 from sync_server.core.limits import (
@@ -61,7 +62,6 @@ from sync_server.core.room import (
     afford_class,
 )
 from sync_server.hosting.bus import Message, RoomBus
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.share import (
     LoopShare,
@@ -84,8 +84,8 @@ from sync_server.hosting.work import (
     Subscriber,
     Sync,
 )
-from sync_server.ops.activity import Activity
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.activity import Activity
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import DedupEntry, Storage, StorageError, VersionConflict
 from sync_server.wire import protocol
 

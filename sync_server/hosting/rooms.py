@@ -32,7 +32,7 @@ class Rooms:
     a server with 10,000 rooms starts fast and holds only the busy ones.
 
     In cluster mode (`services.leases` is a database's), a room is loaded
-    only once claimed (ownership.py): a room another node serves is answered
+    only once claimed (cluster/leases.py): a room another node serves is answered
     with that node (`locate` gives its `Owner`), a room lost (its lease
     taken, expired or released, or the room deleted elsewhere) is dropped
     at once, and idle rooms give their lease up. Alone on its storage, every

@@ -22,6 +22,7 @@ import logging
 import os
 import secrets
 import socket
+import sys
 from typing import Any, cast
 
 from websockets.asyncio.server import Server as WsServer
@@ -29,8 +30,8 @@ from websockets.asyncio.server import ServerConnection, serve
 
 import rules
 from rules.state import UserDict, role_of, user_of
-from sync_server import __version__
-from sync_server.cluster.leases import LeaseKeeper, Leases, leases_for
+from sync_server.clock import Clock, SystemClock
+from sync_server.cluster.leases import LEASE_SECONDS, LeaseKeeper, Leases, SingleNodeLeases
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
 from sync_server.core.limits import MAX_FRAME_BYTES
@@ -40,7 +41,6 @@ from sync_server.hosting.admin import Admin
 from sync_server.hosting.admin_http import AdminHttp
 from sync_server.hosting.api import Api
 from sync_server.hosting.bus import LocalBus, RoomBus
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.config import Config
 from sync_server.hosting.http1 import door_factory
 from sync_server.hosting.outbox import OutboxBudget
@@ -52,17 +52,53 @@ from sync_server.hosting.share import LoopShare
 from sync_server.hosting.tls import ServerTls, TlsError
 from sync_server.hosting.web import Routes
 from sync_server.hosting.work import Command
-from sync_server.ops.activity import Activity
-from sync_server.ops.logs import websockets_logger
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.activity import Activity
+from sync_server.observe.logs import websockets_logger
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import Storage, StorageError
 from sync_server.storage.datadir import DataDirLock
 from sync_server.storage.sqlite import SqliteStorage
+from sync_server.version import __version__
 from sync_server.wire import protocol
 from sync_server.wire.codec import select_subprotocol
 from sync_server.wire.links import links_document, page_base, ws_url
 
 log = logging.getLogger(__name__)
+
+
+def leases_for(
+    storage: Any,
+    *,
+    node_id: str = "local",
+    public_url: str = "",
+    lease_seconds: float = LEASE_SECONDS,
+    clock: Clock | None = None,
+) -> Leases:
+    """The leases that fence `storage`'s commits: the storage itself if it
+    implements them, those attached to it already (`storage.leases`), new
+    ones on a cluster backend's database (PostgreSQL), else single-node
+    ones: the server calls the same methods either way. Here, where the
+    server is assembled, and not in cluster/: the interface knows no backend
+    (leases.py), and each backend's leases know only their own storage."""
+    if isinstance(storage, Leases):
+        return storage
+    attached = getattr(storage, "leases", None)
+    if isinstance(attached, Leases):
+        return attached
+    # A PgStorage exists only if its module (and asyncpg) was imported.
+    postgres = sys.modules.get("sync_server.storage.postgres")
+    if postgres is not None and isinstance(storage, postgres.PgStorage):
+        from sync_server.cluster.pg_leases import PgLeases
+
+        return PgLeases(
+            storage,
+            node_id=node_id,
+            public_url=public_url,
+            lease_seconds=lease_seconds,
+            clock=clock,
+        )
+    return SingleNodeLeases()
+
 
 # websockets logs every frame at DEBUG, hello frames (tokens) included: the
 # logger it gets (logs.websockets_logger) never produces DEBUG, whatever the
@@ -361,6 +397,7 @@ class Server:
             process_request=routes.process_request,
             limits=self.limits,
             ssl=None if self.tls is None else self.tls.context,
+            clock=self.clock,
         )
         self._ws = cast(Any, await start(self.config.host, self.config.port))
         if self.config.listen_fd is not None:

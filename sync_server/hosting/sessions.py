@@ -28,6 +28,7 @@ from websockets.exceptions import ConnectionClosed
 
 import rules
 from rules.state import role_of
+from sync_server.clock import Clock
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, same_hash
 from sync_server.core.limits import Limits
@@ -55,15 +56,14 @@ from sync_server.core.session import (
 )
 from sync_server.hosting.admin import ADMIN_USER
 from sync_server.hosting.bus import RoomBus
-from sync_server.hosting.clock import Clock
 from sync_server.hosting.outbox import Outbox, OutboxBudget
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.room_host import RoomHost
 from sync_server.hosting.rooms import Rooms
 from sync_server.hosting.web import peer_of
 from sync_server.hosting.work import Command, Join, RoomClosed, Sync
-from sync_server.ops.activity import Activity
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.activity import Activity
+from sync_server.observe.metrics import Metrics
 from sync_server.storage import StorageError
 from sync_server.wire import protocol
 from sync_server.wire.codec import BadFrame, Codec, codec_for
@@ -248,7 +248,7 @@ class Session:
             return sent.code, sent.reason, "server"
         if rcvd is not None:
             return rcvd.code, rcvd.reason, "client"
-        return 1006, "connection lost", "network"
+        return protocol.WS_CLOSE_ABNORMAL, "connection lost", "network"
 
     def _hello_failed(self, reason: str) -> None:
         """A refused hello: logged with the peer and the reason (never the

@@ -1,11 +1,11 @@
 """What an operator runs and reads.
 
 cli        `vtt-sync`: serve, admin, client
+serving    one server in this process: its loop, its signals, what it prints
 workers    `serve --workers N`: a supervisor and N server processes on the same data
 settings   serve's settings table: flag > environment > TOML file > default
 admin_cli  `vtt-sync admin export|import|backup`
 demo       the --demo room
-logs       text or JSON log lines, websockets' logger, redaction
-activity   session lines and command summaries at INFO
-metrics    Prometheus instruments (per-server registry)
+
+The logs, activity lines and metrics they set up are `sync_server.observe`'s.
 """

@@ -47,11 +47,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import IMPORT_CHUNK_CHARS
 from sync_server.storage import transfer
 from sync_server.wire import frames, links, protocol, reach
 from sync_server.wire.codec import CODECS
 
+# The bounds on the admin CLI's waits and its backup file's stamp.
+CLOCK: Clock = SystemClock()
 DEFAULT_URL = "ws://127.0.0.1:8765/"
 DEFAULT_DATA_DIR = "./vtt-data"
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_CONNECTION = 0, 1, 2, 3
@@ -250,7 +253,7 @@ async def _admin_session(ns: argparse.Namespace) -> AsyncIterator[tuple[Any, Any
     if context is not None:
         kw["ssl"] = context
     try:
-        async with asyncio.timeout(ns.timeout):
+        async with CLOCK.timeout(ns.timeout):
             ws = await connect(
                 ws_url,
                 subprotocols=[protocol.MSGPACK],  # type: ignore[list-item]
@@ -261,7 +264,7 @@ async def _admin_session(ns: argparse.Namespace) -> AsyncIterator[tuple[Any, Any
     except (OSError, InvalidHandshake, TimeoutError) as exc:
         raise AdminError(reach.cannot_connect(exc, ws_url), EXIT_CONNECTION)
     try:
-        async with asyncio.timeout(ns.timeout):
+        async with CLOCK.timeout(ns.timeout):
             handshake = frames.Handshake(_admin_token(ns))
             await ws.send(codec.encode(handshake.hello()))
             outcome = handshake.receive(codec.decode(await ws.recv()))
@@ -427,7 +430,8 @@ def backup(ns: argparse.Namespace) -> int:
     source = _data_dir(ns) / DB_FILE
     dest = Path(ns.file)
     if dest.is_dir():  # a directory: the copy goes in it, named after the time
-        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+        now = datetime.datetime.fromtimestamp(CLOCK.time(), datetime.UTC)
+        stamp = now.strftime("%Y%m%dT%H%M%SZ")
         dest = dest / f"vtt-sync-{stamp}.sqlite3"
     if not dest.parent.is_dir():
         raise AdminError(

@@ -15,6 +15,7 @@ from typing import Any
 
 from sync_server.core.auth import write_secret_file
 from sync_server.hosting.server import Server
+from sync_server.wire import frames
 from sync_server.wire.links import page_link
 
 DEMO_ROOM = "demo"
@@ -85,9 +86,11 @@ class DemoError(Exception):
 
 
 def _ok(frame: dict[str, Any], what: str) -> dict[str, Any]:
-    if frame.get("t") != "ack":
-        raise DemoError(f"demo setup: {what} failed: {frame.get('code')}: {frame.get('message')}")
-    return frame["result"]
+    reply = frames.parse_server(frame)
+    if isinstance(reply, frames.Ack):
+        return reply.result
+    code, message = (reply.code, reply.message) if isinstance(reply, frames.Error) else (None, None)
+    raise DemoError(f"demo setup: {what} failed: {code}: {message}")
 
 
 async def ensure_demo(srv: Server) -> dict[str, dict[str, str]]:

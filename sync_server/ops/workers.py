@@ -44,12 +44,12 @@ import pickle
 import signal
 import socket
 import sys
-import time
 import urllib.parse
 from typing import Any
 
 import attrs
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.auth import WeakAdminToken, load_admin_token
 from sync_server.core.limits import (
     WORKER_HEALTHY_SECONDS,
@@ -60,11 +60,16 @@ from sync_server.core.limits import (
     WORKERS_LISTEN_BACKLOG,
 )
 from sync_server.hosting.config import Config
-from sync_server.ops import logs, settings
+from sync_server.observe import logs
+from sync_server.ops import settings
+from sync_server.ops.serving import run, serve, tune_gc
 from sync_server.storage import StorageError
 from sync_server.storage.datadir import DataDirLock
 
 log = logging.getLogger("sync_server.workers")
+
+# A worker's own watch on its supervisor (orphaned) reads the clock port.
+CLOCK: Clock = SystemClock()
 
 WORKER_MODULE = "sync_server.ops.workers"
 
@@ -161,7 +166,11 @@ class Supervisor:
         demo: bool,
         resolved: settings.Resolved,
         out: logs.Output,
+        clock: Clock | None = None,
     ) -> None:
+        # The supervisor's waits and restart pacing (a worker's start, its
+        # back-off, the drain at stop) read the clock port too.
+        self.clock = clock or SystemClock()
         self.port = port  # the shared one
         self.workers = [_Worker(i, c) for i, c in enumerate(configs)]
         self.demo = demo
@@ -201,7 +210,7 @@ class Supervisor:
             raise
         finally:
             os.close(write_fd)
-        w.started = time.monotonic()
+        w.started = self.clock.monotonic()
         assert w.proc.stdin is not None
         w.proc.stdin.write(pickle.dumps(spec))
         w.proc.stdin.close()
@@ -210,7 +219,7 @@ class Supervisor:
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", 0)
         )
         try:
-            async with asyncio.timeout(WORKER_START_SECONDS):
+            async with self.clock.timeout(WORKER_START_SECONDS):
                 line = await reader.readline()
         except TimeoutError:
             line = b""
@@ -244,7 +253,7 @@ class Supervisor:
                 rc = await w.proc.wait()
                 if self.stopping.is_set():
                     return
-                ran = time.monotonic() - w.started
+                ran = self.clock.monotonic() - w.started
                 delay = WORKER_RESTART_SECONDS if ran >= WORKER_HEALTHY_SECONDS else delay
                 log.error(
                     "worker %d (pid %d) exited with status %s after %.1f s; restarting in %g s",
@@ -256,7 +265,7 @@ class Supervisor:
                 )
             w.restarts += 1
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
+                async with self.clock.timeout(delay):
                     await self.stopping.wait()
             delay = min(delay * 2, WORKER_RESTART_MAX_SECONDS)
 
@@ -320,7 +329,7 @@ class Supervisor:
         bound = config.drain_seconds + 2 * config.limits.shutdown_drain_seconds + 10
         procs = [w.proc for w in self.workers if w.proc is not None]
         try:
-            async with asyncio.timeout(bound):
+            async with self.clock.timeout(bound):
                 await asyncio.gather(*(p.wait() for p in procs))
         except TimeoutError:
             log.error("workers still running %g s after SIGTERM: killed", bound)
@@ -392,8 +401,6 @@ def supervise(
 def worker_main() -> int:
     """A worker's life: read its spec, serve until told to stop (or until
     the supervisor is gone)."""
-    from sync_server.ops import cli
-
     spec: WorkerSpec = pickle.load(sys.stdin.buffer)
     sys.stdin.close()
     out = logs.Output(spec.log_format)
@@ -405,7 +412,7 @@ def worker_main() -> int:
 
     async def orphaned(stop: asyncio.Event) -> None:
         while os.getppid() == spec.supervisor:
-            await asyncio.sleep(WORKER_ORPHAN_CHECK_SECONDS)
+            await CLOCK.sleep(WORKER_ORPHAN_CHECK_SECONDS)
         log.error("worker %d: the supervisor is gone; stopping", spec.index)
         stop.set()
 
@@ -414,9 +421,9 @@ def worker_main() -> int:
         os.close(spec.ready_fd)
         tasks.add(asyncio.get_running_loop().create_task(orphaned(stop)))
 
-    cli.tune_gc()
+    tune_gc()
     try:
-        return cli.run(spec.config, cli.serve(spec.config, spec.demo, out, redact, worker=ready))
+        return run(spec.config, serve(spec.config, spec.demo, out, redact, worker=ready))
     except (StorageError, WeakAdminToken, settings.SettingError) as exc:
         out.error(f"vtt-sync worker {spec.index}: {exc}")
         return 2

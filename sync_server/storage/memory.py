@@ -14,8 +14,8 @@ from typing import Any
 
 import attrs
 
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import SNAPSHOTS_KEPT
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -30,7 +30,7 @@ from sync_server.storage import (
     VersionConflict,
     VersionRecord,
 )
-from sync_server.storage.base import name_after
+from sync_server.storage.replay import name_after
 
 
 @attrs.define

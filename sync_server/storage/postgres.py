@@ -27,6 +27,9 @@ schema and the design; the short of it:
   lock (nodes may start together); a database newer than the code is
   refused with a clear `StorageError`.
 
+The schema's migrations are pg_schema.py's, the group commit's statement
+pg_commit.py's; this module runs the storage on them.
+
 Every failure to reach the database (refused, reset, timed out) is a
 `StorageError`, within `op_timeout` seconds: a commit that raised it may or
 may not have landed (the connection may have dropped after COMMIT was
@@ -38,19 +41,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import asyncpg
-import msgpack
 
-from sync_server.cluster.leases import Claim
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import SNAPSHOTS_KEPT
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -68,7 +68,14 @@ from sync_server.storage import (
     VersionRecord,
     undo_bound,
 )
-from sync_server.storage.base import backfill_views, name_after
+from sync_server.storage.pg_commit import Commit, HeldClaim, group_args
+from sync_server.storage.pg_schema import (
+    MIGRATION_LOCK,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    unpack,
+)
+from sync_server.storage.replay import name_after
 from sync_server.wire.codec import packb
 
 log = logging.getLogger(__name__)
@@ -86,105 +93,6 @@ POOL_MAX = 10
 # that hang.
 OP_TIMEOUT = 5.0
 
-# Key of the advisory lock that serializes schema migrations between
-# nodes starting together (any constant; "vtt-sync" in ASCII).
-MIGRATION_LOCK = 0x7674742D73796E63
-
-
-async def _backfill_views(conn: asyncpg.Connection) -> None:
-    """1 -> 2: each version's views for the viewers who do not see
-    everything (`storage.base.version_views`), rebuilt from the log and
-    the latest snapshot of each room; NULL stays where every viewer gets
-    the plain patch."""
-    for room, snap_v in await conn.fetch("SELECT room, snapshot_v FROM rooms"):
-        state = await conn.fetchval(
-            "SELECT state FROM snapshots WHERE room = $1 AND v = $2", room, snap_v
-        )
-        if state is None:
-            raise StorageError(f"room {room!r} has no snapshot at version {snap_v}")
-        rows = await conn.fetch(
-            "SELECT v, ops, inverse, events FROM versions WHERE room = $1 ORDER BY v", room
-        )
-        views = backfill_views(
-            snap_v,
-            _unpack(state),
-            ((r[0], _unpack(r[1]), _unpack(r[2]), _unpack(r[3])) for r in rows),
-        )
-        await conn.executemany(
-            "UPDATE versions SET views = $1 WHERE room = $2 AND v = $3",
-            [(packb(found), room, v) for v, found in views.items() if found is not None],
-        )
-
-
-# Schema migrations: MIGRATIONS[i] brings a database at version i to i+1,
-# in one transaction (SQL statements, or functions of the connection).
-# Version 0 is an empty database.
-MIGRATIONS: tuple[tuple[str | Callable[[asyncpg.Connection], Awaitable[None]], ...], ...] = (
-    # 0 -> 1: the first schema.
-    (
-        "CREATE SEQUENCE room_epochs",
-        """CREATE TABLE rooms (
-            room text PRIMARY KEY,
-            created double precision NOT NULL,
-            head bigint NOT NULL DEFAULT 0,
-            snapshot_v bigint NOT NULL DEFAULT 0,
-            owner text,
-            owner_url text,
-            epoch bigint NOT NULL DEFAULT 0,
-            lease_until timestamptz)""",
-        """CREATE TABLE users (
-            room text NOT NULL,
-            user_id text NOT NULL,
-            token_hash bytea NOT NULL UNIQUE,
-            PRIMARY KEY (room, user_id))""",
-        """CREATE TABLE versions (
-            room text NOT NULL,
-            v bigint NOT NULL,
-            cmd_id text,
-            user_id text NOT NULL,
-            op text NOT NULL,
-            args bytea NOT NULL,
-            ops bytea NOT NULL,
-            inverse bytea NOT NULL,
-            events bytea NOT NULL,
-            result bytea NOT NULL,
-            undoable boolean NOT NULL,
-            undone boolean NOT NULL DEFAULT false,
-            undoes bigint,
-            ts double precision NOT NULL,
-            PRIMARY KEY (room, v),
-            UNIQUE (room, user_id, cmd_id))""",
-        "CREATE INDEX versions_undo ON versions (room, v) WHERE undoable AND NOT undone",
-        """CREATE TABLE snapshots (
-            room text NOT NULL,
-            v bigint NOT NULL,
-            state bytea NOT NULL,
-            PRIMARY KEY (room, v))""",
-        """CREATE TABLE admin_log (
-            cmd_id text PRIMARY KEY,
-            op text NOT NULL,
-            args bytea NOT NULL,
-            result bytea NOT NULL,
-            ts double precision NOT NULL)""",
-    ),
-    # 1 -> 2: what viewers who do not see everything get of each version, so
-    # resumes and history after a restart are their views (docs/views.md).
-    ("ALTER TABLE versions ADD COLUMN views bytea", _backfill_views),
-    # 2 -> 3: the running nodes, so that a second process started under a
-    # node id already in use is refused instead of fighting for its rooms.
-    (
-        """CREATE TABLE nodes (
-            node_id text PRIMARY KEY,
-            instance text NOT NULL,
-            url text NOT NULL,
-            seen timestamptz NOT NULL)""",
-    ),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-# Tables holding data (for tests that empty a database between cases).
-DATA_TABLES = ("rooms", "users", "versions", "snapshots", "admin_log", "nodes")
-
 # Commits waiting are written together (group commit): one statement, one
 # transaction and one WAL flush for every room in the group, as SQLite's
 # storage thread does with one fsync. Measured: 4x less CPU per commit
@@ -197,169 +105,6 @@ MAX_GROUP_COMMITS = 256
 # forms and goes, so the database's flushes overlap; more only makes the
 # groups smaller (more CPU per commit) with 2 vCPUs.
 GROUP_FLUSHERS = 2
-
-# The group commit is one statement (see the module docstring), composed of
-# the parts a group needs: `fence`, the guarded update of the rooms' rows,
-# and `ins`, the versions, always; marking undone versions, removing and
-# setting token hashes, and writing snapshots only when a commit of the
-# group does (each unused part would still cost planning and executor
-# start-up: ~40% of the database's CPU per commit, measured). Every part
-# keeps only the rows of rooms that passed the fence, so a room whose guard
-# failed stores nothing while the others of its group land. Rooms are
-# sorted, and so locked in one order by every statement locking several
-# rooms (this one, renewals): two of them never wait for each other in a
-# cycle. Parameters: $1 node, $2..$6 per room (room, expected head, new
-# head, epoch, snapshot version or NULL), $7..$21 the records' columns,
-# then each optional part's own.
-COMMIT_FENCE = """
-WITH fence AS (
-    UPDATE rooms SET head = w.head, snapshot_v = greatest(rooms.snapshot_v, w.snap_v)
-    FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
-        AS w(room, expected, head, epoch, snap_v)
-    WHERE rooms.room = w.room AND rooms.head = w.expected AND rooms.owner = $1
-      AND rooms.epoch = w.epoch AND rooms.lease_until > clock_timestamp()
-    RETURNING rooms.room
-), ins AS (
-    INSERT INTO versions (room, v, cmd_id, user_id, op, args, ops, inverse, events, result,
-                          undoable, undone, undoes, ts, views)
-    SELECT r.room, r.v, r.cmd_id, r.user_id, r.op, r.args, r.ops, r.inverse, r.events,
-           r.result, r.undoable, r.undone, r.undoes, r.ts, r.views
-    FROM unnest($7::text[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::bytea[],
-                $13::bytea[], $14::bytea[], $15::bytea[], $16::bytea[], $17::boolean[],
-                $18::boolean[], $19::bigint[], $20::float8[], $21::bytea[])
-        AS r(room, v, cmd_id, user_id, op, args, ops, inverse, events, result, undoable,
-             undone, undoes, ts, views)
-    WHERE r.room IN (SELECT room FROM fence)
-)"""
-COMMIT_UNDO = """, undo AS (
-    UPDATE versions SET undone = true
-    FROM unnest({rooms}::text[], {vs}::bigint[]) AS u(room, v)
-    WHERE u.room IN (SELECT room FROM fence) AND versions.room = u.room AND versions.v = u.v
-)"""
-COMMIT_TOKEN_DEL = """, tdel AS (
-    DELETE FROM users USING unnest({rooms}::text[], {users}::text[]) AS d(room, user_id)
-    WHERE d.room IN (SELECT room FROM fence)
-      AND users.room = d.room AND users.user_id = d.user_id
-)"""
-COMMIT_TOKEN_SET = """, tset AS (
-    INSERT INTO users (room, user_id, token_hash)
-    SELECT t.room, t.user_id, t.token_hash
-    FROM unnest({rooms}::text[], {users}::text[], {hashes}::bytea[])
-        AS t(room, user_id, token_hash)
-    WHERE t.room IN (SELECT room FROM fence)
-    ON CONFLICT (room, user_id) DO UPDATE SET token_hash = excluded.token_hash
-)"""
-COMMIT_SNAPSHOT = """, snap AS (
-    INSERT INTO snapshots (room, v, state)
-    SELECT n.room, n.v, n.state
-    FROM unnest({rooms}::text[], {vs}::bigint[], {states}::bytea[]) AS n(room, v, state)
-    WHERE n.room IN (SELECT room FROM fence)
-    ON CONFLICT (room, v) DO UPDATE SET state = excluded.state
-), prune AS (
-    DELETE FROM snapshots s USING unnest({rooms}::text[], {vs}::bigint[]) AS n(room, v)
-    WHERE n.room IN (SELECT room FROM fence) AND s.room = n.room AND s.v < n.v
-      AND s.v NOT IN (SELECT k.v FROM snapshots k WHERE k.room = n.room AND k.v < n.v
-                      ORDER BY k.v DESC LIMIT {kept}::int - 1)
-)"""
-COMMIT_END = "\nSELECT coalesce(array_agg(room), '{}') FROM fence"
-
-
-@functools.cache
-def commit_sql(undo: bool, token_del: bool, token_set: bool, snapshot: bool) -> str:
-    """The group commit statement with these optional parts; their
-    parameters follow $21 in this order: undone (rooms, versions); token
-    hashes removed (rooms, users); set (rooms, users, hashes); snapshots
-    (rooms, versions, states, then the number kept)."""
-    numbers = iter(range(22, 41))
-
-    def param() -> str:
-        return f"${next(numbers)}"
-
-    sql = COMMIT_FENCE
-    if undo:
-        sql += COMMIT_UNDO.format(rooms=param(), vs=param())
-    if token_del:
-        sql += COMMIT_TOKEN_DEL.format(rooms=param(), users=param())
-    if token_set:
-        sql += COMMIT_TOKEN_SET.format(rooms=param(), users=param(), hashes=param())
-    if snapshot:
-        sql += COMMIT_SNAPSHOT.format(rooms=param(), vs=param(), states=param(), kept=param())
-    return sql + COMMIT_END
-
-
-class _Commit:
-    """A commit waiting for its group."""
-
-    __slots__ = ("claim", "expected", "future", "node", "records", "room", "snapshot")
-
-    def __init__(
-        self,
-        room: str,
-        records: list[VersionRecord],
-        snapshot: tuple[int, dict[str, Any]] | None,
-        expected: int,
-        node: str,
-        claim: Claim,
-        future: asyncio.Future[None],
-    ) -> None:
-        self.room, self.records, self.snapshot = room, records, snapshot
-        self.expected, self.node, self.claim, self.future = expected, node, claim, future
-
-
-def _group_args(node: str, group: list[_Commit], kept: int) -> tuple[str, list[Any]]:
-    """The statement and its parameters for a group (rooms sorted)."""
-    rows = [(c, r) for c in group for r in c.records]
-    args: list[Any] = [
-        node,
-        [c.room for c in group],
-        [c.expected for c in group],
-        [c.expected + len(c.records) for c in group],
-        [c.claim.epoch for c in group],
-        [c.snapshot[0] if c.snapshot is not None else None for c in group],
-    ]
-    undone_in_commit = [{r.undoes for r in c.records} for c in group]
-    index = {id(c): i for i, c in enumerate(group)}
-    args += [
-        [c.room for c, _ in rows],
-        [r.v for _, r in rows],
-        [r.cmd_id for _, r in rows],
-        [r.user for _, r in rows],
-        [r.op for _, r in rows],
-        [packb(r.args) for _, r in rows],
-        [packb(r.ops) for _, r in rows],
-        [packb(r.inverse) for _, r in rows],
-        [packb(r.events) for _, r in rows],
-        [packb(r.result) for _, r in rows],
-        [r.undoable for _, r in rows],
-        [r.v in undone_in_commit[index[id(c)]] for c, r in rows],  # undone in its own commit
-        [r.undoes for _, r in rows],
-        [r.ts for _, r in rows],
-        [None if r.views is None else packb(r.views) for _, r in rows],
-    ]
-    undo = [(c.room, r.undoes) for c, r in rows if r.undoes is not None]
-    token_del: list[tuple[str, str]] = []
-    token_set: list[tuple[str, str, bytes]] = []
-    for c in group:
-        tokens: dict[str, bytes | None] = {}  # net effect of the commit, in order
-        for r in c.records:
-            for user in r.token_del:
-                tokens[user] = None
-            for user, token_hash in r.token_set:
-                tokens[user] = token_hash
-        token_del += [(c.room, u) for u, h in tokens.items() if h is None]
-        token_set += [(c.room, u, h) for u, h in tokens.items() if h is not None]
-    snaps = [(c.room, c.snapshot[0], packb(c.snapshot[1])) for c in group if c.snapshot]
-    if undo:
-        args += [[room for room, _ in undo], [v for _, v in undo]]
-    if token_del:
-        args += [[room for room, _ in token_del], [u for _, u in token_del]]
-    if token_set:
-        args += [[t[0] for t in token_set], [t[1] for t in token_set], [t[2] for t in token_set]]
-    if snaps:
-        args += [[t[0] for t in snaps], [t[1] for t in snaps], [t[2] for t in snaps], kept]
-    sql = commit_sql(bool(undo), bool(token_del), bool(token_set), bool(snaps))
-    return sql, args
-
 
 OWNERS_SQL = """
 SELECT room, owner, epoch, head, lease_until > clock_timestamp() AS live
@@ -386,12 +131,8 @@ def _settle(future: asyncio.Future[None], error: BaseException | None = None) ->
 
 def _patch_row(r: Any) -> PatchRow:
     """A PatchRow from (v, cmd_id, user_id, ops, events, views)."""
-    views = None if r[5] is None else _unpack(r[5])
-    return PatchRow(r[0], r[1], r[2], _unpack(r[3]), _unpack(r[4]), views)
-
-
-def _unpack(blob: bytes) -> Any:
-    return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+    views = None if r[5] is None else unpack(r[5])
+    return PatchRow(r[0], r[1], r[2], unpack(r[3]), unpack(r[4]), views)
 
 
 def describe_dsn(dsn: str) -> str:
@@ -408,13 +149,14 @@ def describe_dsn(dsn: str) -> str:
 class CommitFence(Protocol):
     """What fences this storage's commits: the node's leases on the same
     database (cluster/pg_leases.py). A commit is written only under the
-    claim it names, and a claim the database refused is forgotten."""
+    claim it names, and a claim the database refused is forgotten (only
+    that claim, the very object `claim_of` gave: a newer one stays)."""
 
     node_id: str
 
-    def claim_of(self, room: str) -> Claim | None: ...
+    def claim_of(self, room: str) -> HeldClaim | None: ...
 
-    def forget(self, room: str, claim: Claim | None = None) -> None: ...
+    def forget(self, room: str, claim: Any = None) -> None: ...
 
 
 class PgStorage:
@@ -449,7 +191,7 @@ class PgStorage:
         self.group_flushers = group_flushers
         self._pool: asyncpg.Pool | None = None
         self.leases: CommitFence | None = None
-        self._waiting: deque[_Commit] = deque()
+        self._waiting: deque[Commit] = deque()
         self._flushers = 0
         self._flush_tasks: set[asyncio.Task[None]] = set()
         self._writing: set[str] = set()  # rooms of the groups in flight
@@ -551,7 +293,7 @@ class PgStorage:
                 f"PostgreSQL at {self.where} failed: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def _forget(self, room: str, claim: Claim | None = None) -> None:
+    def _forget(self, room: str, claim: HeldClaim | None = None) -> None:
         """Tell the leases a claim is gone (refused, or the room deleted or
         replaced); only `claim`, if given: a newer one stays."""
         if self.leases is not None:
@@ -616,7 +358,7 @@ class PgStorage:
             )
         if row is None:
             return None
-        return AdminRecord(cmd_id, row[0], _unpack(row[1]), _unpack(row[2]), row[3])
+        return AdminRecord(cmd_id, row[0], unpack(row[1]), unpack(row[2]), row[3])
 
     async def load_room(
         self, room: str, recent: int, dedup_window: int, dedup_since: float | None = None
@@ -652,8 +394,8 @@ class PgStorage:
                 float("-inf") if dedup_since is None else dedup_since,
             )
         log_rows = [_patch_row(r) for r in rows]
-        dedup = [DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4]) for r in dedup_rows]
-        return StoredRoom(room, snap_v, _unpack(state), log_rows, dedup)
+        dedup = [DedupEntry(r[0], r[1], r[2], unpack(r[3]), r[4]) for r in dedup_rows]
+        return StoredRoom(room, snap_v, unpack(state), log_rows, dedup)
 
     async def stored_command(self, room: str, user: str, cmd_id: str) -> DedupEntry | None:
         async with self._conn() as conn:
@@ -666,7 +408,7 @@ class PgStorage:
             )
         if row is None:
             return None
-        return DedupEntry(user, cmd_id, row[0], _unpack(row[1]), row[2])
+        return DedupEntry(user, cmd_id, row[0], unpack(row[1]), row[2])
 
     async def commit(
         self,
@@ -690,7 +432,7 @@ class PgStorage:
         if claim is None:
             raise Fenced(f"room {room!r} is not held by node {node!r}: claim it first")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Commit(room, records, snapshot, expected, node, claim, future))
+        self._waiting.append(Commit(room, records, snapshot, expected, node, claim, future))
         if self._flushers < self.group_flushers:
             self._flushers += 1
             task = asyncio.get_running_loop().create_task(self._flush_waiting())
@@ -705,8 +447,8 @@ class PgStorage:
         commit builds on the previous one: it waits for the next group)."""
         try:
             while self._waiting:
-                group: dict[str, _Commit] = {}
-                later: deque[_Commit] = deque()
+                group: dict[str, Commit] = {}
+                later: deque[Commit] = deque()
                 while self._waiting and len(group) < MAX_GROUP_COMMITS:
                     c = self._waiting.popleft()
                     if c.room in group or c.room in self._writing:
@@ -724,10 +466,10 @@ class PgStorage:
         finally:
             self._flushers -= 1
 
-    async def _write_group(self, group: list[_Commit]) -> None:
+    async def _write_group(self, group: list[Commit]) -> None:
         """One statement for the group; every commit's future is settled."""
         try:
-            sql, args = _group_args(group[0].node, group, self.snapshots_kept)
+            sql, args = group_args(group[0].node, group, self.snapshots_kept)
             async with self._conn() as conn:
                 try:
                     stored = set(await conn.fetchval(sql, *args))
@@ -763,7 +505,7 @@ class PgStorage:
             else:
                 _settle(c.future, self._refusal(c, rows.get(c.room)))
 
-    def _refusal(self, c: _Commit, row: Any) -> VersionConflict:
+    def _refusal(self, c: Commit, row: Any) -> VersionConflict:
         """Why nothing of a commit was stored (read after the statement: the
         label may lag a change made in between; the refusal itself is
         exact)."""
@@ -796,7 +538,7 @@ class PgStorage:
                 room,
                 undo_bound(before),
             )
-        return None if row is None else UndoTarget(row[0], row[1], row[2], _unpack(row[3]))
+        return None if row is None else UndoTarget(row[0], row[1], row[2], unpack(row[3]))
 
     async def room_summaries(self) -> list[RoomSummary]:
         async with (
@@ -815,10 +557,10 @@ class PgStorage:
             )
         by_room: dict[str, list[Any]] = {}
         for row in renames:
-            by_room.setdefault(row[0], []).append(_unpack(row[1]))
+            by_room.setdefault(row[0], []).append(unpack(row[1]))
         out = []
         for room, head, created, _snap_v, state, last in rooms:
-            snap_name = None if state is None else _unpack(state).get("name")
+            snap_name = None if state is None else unpack(state).get("name")
             out.append(
                 RoomSummary(room, head, created, last, name_after(snap_name, by_room.get(room, [])))
             )
@@ -851,16 +593,16 @@ class PgStorage:
             raise StorageError(f"room {room!r} has no snapshot at version {snap_v}")
         versions = [
             VersionRecord(
-                room=room, v=r[0], cmd_id=r[1], user=r[2], op=r[3], args=_unpack(r[4]),
-                ops=_unpack(r[5]), inverse=_unpack(r[6]), events=_unpack(r[7]),
-                result=_unpack(r[8]), undoable=r[9], undoes=r[11], ts=r[12],
-                views=None if r[13] is None else _unpack(r[13]),
+                room=room, v=r[0], cmd_id=r[1], user=r[2], op=r[3], args=unpack(r[4]),
+                ops=unpack(r[5]), inverse=unpack(r[6]), events=unpack(r[7]),
+                result=unpack(r[8]), undoable=r[9], undoes=r[11], ts=r[12],
+                views=None if r[13] is None else unpack(r[13]),
             )
             for r in rows
         ]  # fmt: skip
         undone = frozenset(r[0] for r in rows if r[10])
         tokens = {r[0]: bytes(r[1]) for r in token_rows}
-        return RoomDump(room, head, created, snap_v, _unpack(state), versions, undone, tokens)
+        return RoomDump(room, head, created, snap_v, unpack(state), versions, undone, tokens)
 
     async def import_room(self, dump: RoomDump, admin: AdminRecord, replace: bool = False) -> None:
         """All or nothing. With `replace`, the old room goes in the same

@@ -14,8 +14,8 @@ the fsync).
 
 A version is one row: its key, the columns a query selects on, what the
 dedup window reads (schema 5), and one blob holding the rest by field name
-(VERSIONS_TABLE), so a field added later (the views of schema 3) needs no
-new column.
+(sqlite_schema.py: the tables, the rows, the migrations), so a field added
+later (the views of schema 3) needs no new column.
 """
 
 from __future__ import annotations
@@ -28,18 +28,15 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import SNAPSHOTS_KEPT
-from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
-    PatchRow,
     RoomDump,
     RoomExists,
     RoomSummary,
@@ -47,17 +44,28 @@ from sync_server.storage import (
     StoredRoom,
     TokenInUse,
     UndoTarget,
-    VersionConflict,
     VersionRecord,
     undo_bound,
 )
-from sync_server.storage.base import backfill_views, name_after
-from sync_server.wire.codec import packb
+from sync_server.storage.replay import name_after
+from sync_server.storage.sqlite_schema import (
+    INSERT_VERSION,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    latest_snapshot,
+    move_head,
+    pack,
+    patch_of_row,
+    unpack,
+    version_of_row,
+    version_row,
+    write_version,
+)
 
 log = logging.getLogger(__name__)
 
 DB_FILE = "vtt-sync.sqlite3"
-SCHEMA_VERSION = "5"
 
 # Bytes the WAL file is truncated to after a checkpoint: without a limit it
 # keeps the size of the largest transaction it ever held.
@@ -89,264 +97,10 @@ GROUP_IDLE_WINDOWS = 10
 # save, so the window is skipped until they come on time again.
 GROUP_LATE_WINDOWS = 1.0
 
-# One version: its key, what a query selects on, what the dedup window
-# reads, and one blob for the rest. Why so few: every B-tree a version
-# touches is pages written and fsynced per commit (columns of the same row
-# add none). `cmd_id` and `user` stay columns for the unique index (a
-# command id is stored once per user and room, whatever the dedup window
-# holds); `undo` (1: undoable and not undone yet) lets `undo_target` walk
-# back along the primary key without an index of its own; `ts` and `result`
-# (schema 5) are all that loading a room's dedup window reads of up to
-# DEDUP_WINDOW_VERSIONS versions, which decoding each whole blob (ops,
-# inverse, events, views) made the first hello after a restart pay for. The
-# blob is a map by field name (`_pack_version`), so a field added later is
-# one more key, read with a default from older versions: no schema change.
-VERSIONS_TABLE = """
-CREATE TABLE IF NOT EXISTS {name} (
-    room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
-    undo INTEGER NOT NULL, ts REAL NOT NULL, result BLOB NOT NULL, rec BLOB NOT NULL,
-    PRIMARY KEY (room, v)) WITHOUT ROWID;
-"""
-# Schema 4's, which the 3 -> 4 migration writes (result and ts in the blob).
-VERSIONS_TABLE_4 = """
-CREATE TABLE IF NOT EXISTS {name} (
-    room TEXT NOT NULL, v INTEGER NOT NULL, cmd_id TEXT, user TEXT NOT NULL,
-    undo INTEGER NOT NULL, rec BLOB NOT NULL,
-    PRIMARY KEY (room, v)) WITHOUT ROWID;
-"""
-VERSIONS_CMD_INDEX = (
-    "CREATE UNIQUE INDEX IF NOT EXISTS versions_cmd ON versions (room, user, cmd_id)"
-    " WHERE cmd_id IS NOT NULL"
-)
-
-SCHEMA = (
-    """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rooms (
-    room TEXT PRIMARY KEY, created REAL NOT NULL, head INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS users (
-    room TEXT NOT NULL, user TEXT NOT NULL, token_hash BLOB NOT NULL UNIQUE,
-    PRIMARY KEY (room, user)) WITHOUT ROWID;
-"""
-    + VERSIONS_TABLE.format(name="versions")
-    + VERSIONS_CMD_INDEX
-    + """;
-CREATE TABLE IF NOT EXISTS snapshots (
-    room TEXT NOT NULL, v INTEGER NOT NULL, state BLOB NOT NULL,
-    PRIMARY KEY (room, v)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS admin_log (
-    cmd_id TEXT PRIMARY KEY, op TEXT NOT NULL, args BLOB NOT NULL,
-    result BLOB NOT NULL, ts REAL NOT NULL);
-"""
-)
-
-
-def _backfill_views(conn: sqlite3.Connection) -> None:
-    """2 -> 3: each version's views for the viewers who do not see
-    everything (`storage.base.version_views`), rebuilt from the log and the
-    latest snapshot of each room; NULL stays where every viewer gets the
-    plain patch."""
-    for (room,) in conn.execute("SELECT room FROM rooms").fetchall():
-        snap_v, snap = _latest_snapshot(conn, room)
-        rows = conn.execute(
-            "SELECT v, ops, inverse, events FROM versions WHERE room = ? ORDER BY v", (room,)
-        ).fetchall()
-        views = backfill_views(
-            snap_v,
-            _unpack(snap),
-            ((r[0], _unpack(r[1]), _unpack(r[2]), _unpack(r[3])) for r in rows),
-        )
-        conn.executemany(
-            "UPDATE versions SET views = ? WHERE room = ? AND v = ?",
-            [(_pack(found), room, v) for v, found in views.items() if found is not None],
-        )
-
-
-def _replace_versions(
-    conn: sqlite3.Connection, table: str, columns: str, rows: Iterable[tuple[Any, ...]]
-) -> None:
-    """Rewrite the versions table as `table` (a CREATE of VERSIONS_TABLE's
-    kind) holding `rows` (values of `columns`), in place of the old one."""
-    conn.execute(table.format(name="versions_new"))
-    marks = ", ".join("?" * len(columns.split(",")))
-    conn.executemany(f"INSERT INTO versions_new ({columns}) VALUES ({marks})", rows)
-    conn.execute("DROP INDEX IF EXISTS versions_cmd")
-    conn.execute("DROP INDEX IF EXISTS versions_undo")
-    conn.execute("DROP TABLE versions")
-    conn.execute("ALTER TABLE versions_new RENAME TO versions")
-    conn.execute(VERSIONS_CMD_INDEX)
-
-
-def _one_blob_per_version(conn: sqlite3.Connection) -> None:
-    """3 -> 4: one row and one blob per version instead of fifteen columns
-    and two indexes on top of the primary key (schema 4 kept `result` and
-    `ts` in the blob too). Rewrites every version, in the opening
-    transaction (all or nothing)."""
-    rows = conn.execute(
-        "SELECT room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,"
-        " undone, undoes, ts, views FROM versions ORDER BY room, v"
-    )
-    _replace_versions(
-        conn,
-        VERSIONS_TABLE_4,
-        "room, v, cmd_id, user, undo, rec",
-        (
-            (room, v, cmd_id, user, int(bool(undoable) and not undone),
-             _pack_fields(op, _unpack(args), _unpack(ops), _unpack(inverse), _unpack(events),
-                          bool(undoable), undoes, None if views is None else _unpack(views),
-                          result=_unpack(result), ts=ts))
-            for room, v, cmd_id, user, op, args, ops, inverse, events, result, undoable,
-            undone, undoes, ts, views in rows
-        ),
-    )  # fmt: skip
-
-
-def _dedup_columns(conn: sqlite3.Connection) -> None:
-    """4 -> 5: each version's `result` and `ts` out of its blob into columns
-    of their own (VERSIONS_TABLE), so loading the dedup window decodes no
-    blob. Rewrites every version, in the opening transaction."""
-
-    def split(row: tuple[str, int, str | None, str, int, bytes]) -> tuple[Any, ...]:
-        room, v, cmd_id, user, undo, rec = row
-        fields = _unpack(rec)
-        result, ts = fields.pop("result"), fields.pop("ts")
-        return (room, v, cmd_id, user, undo, ts, _pack(result), _pack(fields))
-
-    rows = conn.execute("SELECT room, v, cmd_id, user, undo, rec FROM versions ORDER BY room, v")
-    _replace_versions(
-        conn, VERSIONS_TABLE, "room, v, cmd_id, user, undo, ts, result, rec", map(split, rows)
-    )
-
-
-# Schema migrations, by the version they lead from: each brings a database
-# of that version to the next one, inside the opening transaction (SQL
-# statements, or a function of the connection).
-MIGRATIONS: dict[str, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
-    # 1 -> 2: the room's head version, the fence every commit checks.
-    "1": (
-        "ALTER TABLE rooms ADD COLUMN head INTEGER NOT NULL DEFAULT 0",
-        "UPDATE rooms SET head = coalesce("
-        "(SELECT max(v) FROM versions WHERE versions.room = rooms.room),"
-        " (SELECT max(v) FROM snapshots WHERE snapshots.room = rooms.room), 0)",
-    ),
-    # 2 -> 3: what viewers who do not see everything get of each version, so
-    # resumes and history after a restart are their views (docs/views.md).
-    "2": ("ALTER TABLE versions ADD COLUMN views BLOB", _backfill_views),
-    # 3 -> 4: one blob per version (VERSIONS_TABLE).
-    "3": (_one_blob_per_version,),
-    # 4 -> 5: result and ts in columns, for the dedup window (VERSIONS_TABLE).
-    "4": (_dedup_columns,),
-}
-
-
-def _pack(value: Any) -> bytes:
-    return packb(value)  # a Packer reused by the storage thread
-
-
-def _unpack(blob: bytes) -> Any:
-    return msgpack.unpackb(blob, raw=False, strict_map_key=False)
-
-
-def _pack_fields(
-    op: str,
-    args: Any,
-    ops: Any,
-    inverse: Any,
-    events: Any,
-    undoable: bool,
-    undoes: int | None,
-    views: Any,
-    **older: Any,
-) -> bytes:
-    """A version's blob; `older`: the fields an older schema also kept in it
-    (schema 4: result and ts)."""
-    fields = {
-        "op": op,
-        "args": args,
-        "ops": ops,
-        "inverse": inverse,
-        "events": events,
-        "undoable": undoable,
-        "undoes": undoes,
-        **older,
-    }
-    if views is not None:  # most versions: every viewer gets the plain patch
-        fields["views"] = views
-    return packb(fields)
-
-
-def _pack_version(r: VersionRecord) -> bytes:
-    """A version's blob: every field but its columns, by name."""
-    return _pack_fields(r.op, r.args, r.ops, r.inverse, r.events, r.undoable, r.undoes, r.views)
-
-
-# A version's row (VERSIONS_TABLE), as a commit and an import write it.
-INSERT_VERSION = (
-    "INSERT INTO versions (room, v, cmd_id, user, undo, ts, result, rec)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def _version_row(room: str, r: VersionRecord, undo: bool) -> tuple[Any, ...]:
-    """`INSERT_VERSION`'s parameters for `r` (`undo`: still a target of undo)."""
-    return (room, r.v, r.cmd_id, r.user, int(undo), r.ts, _pack(r.result), _pack_version(r))
-
-
-def move_head(conn: sqlite3.Connection, room: str, expected: int, head: int) -> None:
-    """A commit's first statement: the room's head from `expected` to `head`,
-    or VersionConflict when another writer moved it meanwhile."""
-    moved = conn.execute(
-        "UPDATE rooms SET head = ? WHERE room = ? AND head = ?", (head, room, expected)
-    ).rowcount
-    if moved != 1:
-        raise VersionConflict(f"room {room!r} is no longer at version {expected}: another writer")
-
-
-def write_version(conn: sqlite3.Connection, room: str, r: VersionRecord) -> None:
-    """What a commit writes for one version: its row, the version it undoes
-    marked undone, its token hashes set and removed. (Also what
-    bench/log_bench.py measures, so the two cannot drift apart.)"""
-    conn.execute(INSERT_VERSION, _version_row(room, r, r.undoable))
-    if r.undoes is not None:
-        conn.execute("UPDATE versions SET undo = 0 WHERE room = ? AND v = ?", (room, r.undoes))
-    for user in r.token_del:
-        conn.execute("DELETE FROM users WHERE room = ? AND user = ?", (room, user))
-    for user, token_hash in r.token_set:
-        conn.execute(
-            "INSERT OR REPLACE INTO users (room, user, token_hash) VALUES (?, ?, ?)",
-            (room, user, token_hash),
-        )
-
-
-def _version(
-    room: str, v: int, cmd_id: str | None, user: str, ts: float, result: bytes, rec: bytes
-) -> VersionRecord:
-    f = _unpack(rec)
-    return VersionRecord(
-        room=room, v=v, cmd_id=cmd_id, user=user, op=f["op"], args=f["args"], ops=f["ops"],
-        inverse=f["inverse"], events=f["events"], result=_unpack(result),
-        undoable=f["undoable"], undoes=f.get("undoes"), ts=ts, views=f.get("views"),
-    )  # fmt: skip
-
-
-def _patch_row(v: int, cmd_id: str | None, user: str, rec: bytes) -> PatchRow:
-    f = _unpack(rec)
-    return PatchRow(v, cmd_id, user, f["ops"], f["events"], f.get("views"))
-
 
 def _since(dedup_since: float | None) -> float:
     """The dedup window's age bound as a query parameter (-inf: none)."""
     return float("-inf") if dedup_since is None else dedup_since
-
-
-def _latest_snapshot(conn: sqlite3.Connection, room: str) -> tuple[int, bytes]:
-    """(v, packed state) of a room's latest snapshot; every room has one."""
-    snap = conn.execute(
-        "SELECT v, state FROM snapshots WHERE room = ? ORDER BY v DESC LIMIT 1", (room,)
-    ).fetchone()
-    if snap is None:
-        raise StorageError(f"room {room!r} has no snapshot: the database is damaged")
-    return snap[0], snap[1]
 
 
 class _Job:
@@ -678,7 +432,7 @@ class SqliteStorage:
                 "INSERT INTO rooms (room, created, head) VALUES (?, ?, 0)", (room, created)
             )
             conn.execute(
-                "INSERT INTO snapshots (room, v, state) VALUES (?, 0, ?)", (room, _pack(state))
+                "INSERT INTO snapshots (room, v, state) VALUES (?, 0, ?)", (room, pack(state))
             )
             conn.execute(
                 "INSERT INTO users (room, user, token_hash) VALUES (?, ?, ?)",
@@ -700,7 +454,7 @@ class SqliteStorage:
     def _admin(conn: sqlite3.Connection, admin: AdminRecord) -> None:
         conn.execute(
             "INSERT INTO admin_log (cmd_id, op, args, result, ts) VALUES (?, ?, ?, ?, ?)",
-            (admin.cmd_id, admin.op, _pack(admin.args), _pack(admin.result), admin.ts),
+            (admin.cmd_id, admin.op, pack(admin.args), pack(admin.result), admin.ts),
         )
 
     async def admin_result(self, cmd_id: str) -> AdminRecord | None:
@@ -710,7 +464,7 @@ class SqliteStorage:
             ).fetchone()
             if row is None:
                 return None
-            return AdminRecord(cmd_id, row[0], _unpack(row[1]), _unpack(row[2]), row[3])
+            return AdminRecord(cmd_id, row[0], unpack(row[1]), unpack(row[2]), row[3])
 
         return await self._submit(q, write=False)
 
@@ -721,22 +475,22 @@ class SqliteStorage:
             head_row = conn.execute("SELECT head FROM rooms WHERE room = ?", (room,)).fetchone()
             if head_row is None:
                 return None
-            snap = _latest_snapshot(conn, room)
+            snap = latest_snapshot(conn, room)
             first = min(snap[0], head_row[0] - recent)
             rows = conn.execute(
                 "SELECT v, cmd_id, user, rec FROM versions WHERE room = ? AND v > ? ORDER BY v",
                 (room, first),
             ).fetchall()
-            log_rows = [_patch_row(*r) for r in rows]
-            dedup = [  # the columns only: no version's blob (VERSIONS_TABLE)
-                DedupEntry(r[0], r[1], r[2], _unpack(r[3]), r[4])
+            log_rows = [patch_of_row(*r) for r in rows]
+            dedup = [  # the columns only: no version's blob (sqlite_schema.VERSIONS_TABLE)
+                DedupEntry(r[0], r[1], r[2], unpack(r[3]), r[4])
                 for r in conn.execute(
                     "SELECT user, cmd_id, v, result, ts FROM versions "
                     "WHERE room = ? AND v > ? AND cmd_id IS NOT NULL AND ts >= ? ORDER BY v",
                     (room, head_row[0] - dedup_window, _since(dedup_since)),
                 )
             ]
-            return StoredRoom(room, snap[0], _unpack(snap[1]), log_rows, dedup)
+            return StoredRoom(room, snap[0], unpack(snap[1]), log_rows, dedup)
 
         return await self._submit(q, write=False)
 
@@ -748,7 +502,7 @@ class SqliteStorage:
             ).fetchone()
             if row is None:
                 return None
-            return DedupEntry(user, cmd_id, row[0], _unpack(row[1]), row[2])
+            return DedupEntry(user, cmd_id, row[0], unpack(row[1]), row[2])
 
         return await self._submit(q, write=False)
 
@@ -771,7 +525,7 @@ class SqliteStorage:
                 sv, state = snapshot
                 conn.execute(
                     "INSERT OR REPLACE INTO snapshots (room, v, state) VALUES (?, ?, ?)",
-                    (room, sv, _pack(state)),
+                    (room, sv, pack(state)),
                 )
                 conn.execute(
                     "DELETE FROM snapshots WHERE room = ? AND v NOT IN "
@@ -793,7 +547,7 @@ class SqliteStorage:
     async def undo_target(self, room: str, before: int | None = None) -> UndoTarget | None:
         def q(conn: sqlite3.Connection) -> UndoTarget | None:
             # Back along the primary key: the latest versions are the likely
-            # targets (no index of its own, see VERSIONS_TABLE).
+            # targets (no index of its own, see sqlite_schema.VERSIONS_TABLE).
             row = conn.execute(
                 "SELECT v, user, rec FROM versions WHERE room = ? AND undo = 1 AND v < ?"
                 " ORDER BY v DESC LIMIT 1",
@@ -801,7 +555,7 @@ class SqliteStorage:
             ).fetchone()
             if row is None:
                 return None
-            f = _unpack(row[2])
+            f = unpack(row[2])
             return UndoTarget(row[0], f["op"], row[1], f["inverse"])
 
         return await self._submit(q, write=False)
@@ -815,18 +569,18 @@ class SqliteStorage:
                 " FROM rooms r ORDER BY r.room"
             ).fetchall()
             for room, head, created, last in rooms:
-                snap_v, snap = _latest_snapshot(conn, room)
+                snap_v, snap = latest_snapshot(conn, room)
                 # The versions after the snapshot (at most a snapshot's
                 # interval): their op is in the blob.
                 after = (
-                    _unpack(r[0])
+                    unpack(r[0])
                     for r in conn.execute(
                         "SELECT rec FROM versions WHERE room = ? AND v > ? ORDER BY v",
                         (room, snap_v),
                     )
                 )
                 renames = (f["args"] for f in after if f["op"] == "update_room")
-                name = name_after(_unpack(snap).get("name"), renames)
+                name = name_after(unpack(snap).get("name"), renames)
                 out.append(RoomSummary(room, head, created, last, name))
             return out
 
@@ -840,14 +594,14 @@ class SqliteStorage:
             row = conn.execute("SELECT head, created FROM rooms WHERE room = ?", (room,)).fetchone()
             if row is None:
                 return None
-            snap = _latest_snapshot(conn, room)
+            snap = latest_snapshot(conn, room)
             versions, undone = [], set()
             for v, cmd_id, user, undo, ts, result, rec in conn.execute(
                 "SELECT v, cmd_id, user, undo, ts, result, rec FROM versions"
                 " WHERE room = ? ORDER BY v",
                 (room,),
             ):
-                version = _version(room, v, cmd_id, user, ts, result, rec)
+                version = version_of_row(room, v, cmd_id, user, ts, result, rec)
                 versions.append(version)
                 if version.undoable and not undo:
                     undone.add(v)
@@ -858,7 +612,7 @@ class SqliteStorage:
                 )
             }
             return RoomDump(
-                room, row[0], row[1], snap[0], _unpack(snap[1]), versions, frozenset(undone), tokens
+                room, row[0], row[1], snap[0], unpack(snap[1]), versions, frozenset(undone), tokens
             )
 
         return await self._submit(q, write=False)
@@ -891,12 +645,12 @@ class SqliteStorage:
             )
             conn.execute(
                 "INSERT INTO snapshots (room, v, state) VALUES (?, ?, ?)",
-                (room, dump.snapshot_v, _pack(dump.snapshot)),
+                (room, dump.snapshot_v, pack(dump.snapshot)),
             )
             conn.executemany(
                 INSERT_VERSION,
                 [
-                    _version_row(room, r, r.undoable and r.v not in dump.undone)
+                    version_row(room, r, r.undoable and r.v not in dump.undone)
                     for r in dump.versions
                 ],
             )

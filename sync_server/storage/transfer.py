@@ -58,9 +58,9 @@ import attrs
 import rules
 from rules import schema
 from rules.patch import apply_ops
-from sync_server import __version__
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import MAX_CMD_ID_LENGTH, MAX_EVENT_KIND, ROOM_ID_PATTERN
-from sync_server.hosting.clock import SystemClock
+from sync_server.core.views import backfill_views
 from sync_server.storage import (
     PatchRow,
     RoomDump,
@@ -68,7 +68,7 @@ from sync_server.storage import (
     VersionRecord,
     replay,
 )
-from sync_server.storage.base import backfill_views
+from sync_server.version import __version__
 
 FORMAT = "vtt-sync-room"
 FORMAT_VERSION = 1
@@ -78,8 +78,10 @@ class BadRoomFile(ValueError):
     """A room file that cannot be imported; the message says why."""
 
 
-def to_document(dump: RoomDump, with_token_hashes: bool = False) -> dict[str, Any]:
-    """The export file of a room."""
+def to_document(
+    dump: RoomDump, with_token_hashes: bool = False, clock: Clock | None = None
+) -> dict[str, Any]:
+    """The export file of a room (`exported_at`: the clock's wall time)."""
     state = state_at_head(dump)
     users = []
     for uid, user in sorted(state.get("users", {}).items()):
@@ -87,7 +89,8 @@ def to_document(dump: RoomDump, with_token_hashes: bool = False) -> dict[str, An
         if with_token_hashes and uid in dump.tokens:
             entry["token_hash"] = dump.tokens[uid].hex()
         users.append(entry)
-    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    wall = (clock or SystemClock()).time()
+    now = datetime.datetime.fromtimestamp(wall, datetime.UTC).isoformat(timespec="seconds")
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

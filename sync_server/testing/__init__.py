@@ -11,9 +11,10 @@ to test against a real server.
             `Storage` backend must pass; the lease contract
             (`check_leases`, on a `LeaseWorld` of nodes sharing a
             database): every check a cluster `Leases` backend must pass;
-            for third-party backends too
+            the bus contract (`check_bus`); for third-party backends too
+            (a package: storage, leases, bus)
 
 The rules engine's own helpers (a scripted-dice table, sample sheets) are in
-`rules.testing`; the fake clock is `sync_server.hosting.clock.FakeClock` (with trio's
+`rules.testing`; the fake clock is `sync_server.clock.FakeClock` (with trio's
 autojump: `FakeClock(autojump_threshold=0)`).
 """

@@ -17,10 +17,10 @@ import itertools
 from typing import Any
 
 import rules
+from sync_server.clock import FakeClock
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import Limits
 from sync_server.core.room import NO_EXPECT, CommandIn, LogReader, Output, RememberToken, RoomCore
-from sync_server.hosting.clock import FakeClock
 from sync_server.storage import LoadedRoom
 
 _ids = itertools.count(1)

@@ -18,7 +18,6 @@ server, and throwaway clusters of one's own.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
@@ -30,7 +29,13 @@ from pathlib import Path
 
 import asyncpg
 
-from sync_server.storage.postgres import DATA_TABLES
+from sync_server.clock import Clock, SystemClock
+from sync_server.storage.pg_schema import DATA_TABLES
+
+# A database starting up is waited for in real time, through the clock port,
+# asking again every READY_POLL_SECONDS (a start takes a few hundred ms).
+CLOCK: Clock = SystemClock()
+READY_POLL_SECONDS = 0.05
 
 PG_BIN = Path(os.environ.get("VTT_SYNC_PG_BIN", "/usr/lib/postgresql/15/bin"))
 DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -157,12 +162,12 @@ class LocalCluster:
 
 async def wait_ready(dsn: str, timeout: float = START_TIMEOUT) -> None:
     """Until the server accepts a query (it may still be recovering)."""
-    async with asyncio.timeout(timeout):
+    async with CLOCK.timeout(timeout):
         while True:
             try:
                 conn = await asyncpg.connect(dsn, timeout=2)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
-                await asyncio.sleep(0.05)
+                await CLOCK.sleep(READY_POLL_SECONDS)
                 continue
             await conn.close()
             return

@@ -42,12 +42,15 @@ from websockets.typing import Subprotocol
 import rules
 from rules.testing import SHEET
 from sync_server import Config, Server
+from sync_server.clock import Clock, SystemClock
 from sync_server.core.limits import LIMIT_FIELDS, Limits
 from sync_server.core.room import AFFORDANCES
 from sync_server.wire import frames
 from sync_server.wire.codec import CODECS, JSON, MSGPACK
 
 WAIT = 10.0  # seconds: the bound on any single wait in these helpers
+# They wait on a real server: real time, read through the clock port.
+CLOCK: Clock = SystemClock()
 ADMIN_TOKEN = "test-admin-token-" + "x" * 24
 # The checkout holding the packages, when run from one (child servers start there).
 REPO = Path(__file__).resolve().parents[2]
@@ -189,29 +192,29 @@ class RawClient:
     ) -> dict[str, Any]:
         """Send a cmd and wait for its ack or error frame."""
         fut = await self.submit(op, args, id=id, **extra)
-        async with asyncio.timeout(WAIT):
+        async with CLOCK.timeout(WAIT):
             return await fut
 
     async def ok(self, op: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         """`cmd` that must be acked; returns the ack."""
         reply = await self.cmd(op, args, **kw)
-        assert reply["t"] == "ack", reply
+        assert isinstance(frames.parse_server(reply), frames.Ack), reply
         return reply
 
     async def sync(self, since: int) -> dict[str, Any]:
         await self.send({"t": "sync", "since": since})
-        async with asyncio.timeout(WAIT):
+        async with CLOCK.timeout(WAIT):
             return await self.sync_replies.get()
 
     async def wait_v(self, v: int) -> None:
         """Wait until the mirror reaches version v."""
-        async with asyncio.timeout(WAIT), self._changed:
+        async with CLOCK.timeout(WAIT), self._changed:
             await self._changed.wait_for(lambda: self.v >= v or self.ws.close_code is not None)
         assert self.v >= v, f"connection closed at v{self.v}, waiting for v{v}"
 
     async def closed(self) -> tuple[int | None, str | None]:
         """Wait for the server to close; returns (code, reason)."""
-        async with asyncio.timeout(WAIT):
+        async with CLOCK.timeout(WAIT):
             await self.ws.wait_closed()
             if self._reader is not None:
                 with contextlib.suppress(Exception):
@@ -255,25 +258,28 @@ class RawClient:
         self.patches.append(patch)
 
     async def _handle(self, frame: dict[str, Any]) -> None:
-        t = frame.get("t")
-        if t == "patch":
+        try:
+            parsed: frames.ServerFrame | None = frames.parse_server(frame)
+        except frames.BadFrame:
+            parsed = None  # kept as it came (self.frames): nothing to mirror
+        if isinstance(parsed, frames.Patch):
             before = len(self.gaps)
             self._apply_patch(frame)
             if len(self.gaps) > before:
                 await self.send({"t": "sync", "since": self.v})
-        elif t == "patches":
-            for p in frame["patches"]:
+        elif isinstance(parsed, frames.Patches):
+            for p in parsed.patches:
                 self._apply_patch(p)
             await self.sync_replies.put(frame)
-        elif t == "snapshot":
-            if frame["v"] >= self.v:
-                self.state, self.v = copy.deepcopy(frame["state"]), frame["v"]
+        elif isinstance(parsed, frames.Snapshot):
+            if parsed.v >= self.v:
+                self.state, self.v = copy.deepcopy(parsed.state), parsed.v
             await self.sync_replies.put(frame)
-        elif t in ("ack", "error") and isinstance(frame.get("id"), str):
-            fut = self._future(frame["id"])
+        elif isinstance(parsed, frames.Ack | frames.Error) and parsed.id is not None:
+            fut = self._future(parsed.id)
             if not fut.done():
                 fut.set_result(frame)
-        elif t == "error":
+        elif isinstance(parsed, frames.Error):
             await self.loose_errors.put(frame)
         async with self._changed:
             self._changed.notify_all()
@@ -305,7 +311,7 @@ async def connect(
     handshake = frames.Handshake(token, room, since)
     await client.send(handshake.hello())
     try:
-        async with asyncio.timeout(WAIT):
+        async with CLOCK.timeout(WAIT):
             welcome = client.codec.decode(await ws.recv())
     except ConnectionClosed as exc:
         raise Closed(f"closed before welcome: {exc}") from exc
@@ -343,12 +349,12 @@ async def hello_refused(
     await ws.send(hello if isinstance(hello, bytes | str) else codec.encode(hello))
     frame = None
     try:
-        async with asyncio.timeout(WAIT):
+        async with CLOCK.timeout(WAIT):
             frame = codec.decode(await ws.recv())
             await ws.recv()
     except ConnectionClosed:
         pass
-    async with asyncio.timeout(WAIT):
+    async with CLOCK.timeout(WAIT):
         await ws.wait_closed()
     return frame, ws.close_code
 

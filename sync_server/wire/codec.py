@@ -23,7 +23,8 @@ from sync_server.wire.protocol import JSON, MSGPACK, SUBPROTOCOLS
 
 
 class BadFrame(Exception):
-    """A message that is not a well-formed frame: PROTOCOL.md's `bad_frame`."""
+    """A message that is not a well-formed frame: the protocol's `bad_frame`
+    (docs/protocol.md, "Refusals")."""
 
 
 def _reject_constant(name: str) -> Any:

@@ -10,7 +10,7 @@ names; both test suites check theirs against `protocol-vectors.json`
 (written next to this module by `vectors()`), so neither can drift.
 
 Builders return plain maps; `codec.py` encodes them. Optional fields are
-left out when absent rather than sent as null, as PROTOCOL.md shows them.
+left out when absent rather than sent as null, as docs/protocol.md shows them.
 """
 
 from __future__ import annotations
@@ -63,6 +63,13 @@ def earliest(*errors: tuple[str, str] | None) -> tuple[str, str] | None:
 
 # --- close codes ----------------------------------------------------------------
 
+# RFC 6455's own codes, which the transports and clients name too: no
+# decision of this protocol (not CLOSE_*: the API documents list those). A
+# normal close; a connection lost without a close frame (only ever
+# reported, never sent); a text frame not UTF-8.
+WS_CLOSE_NORMAL = 1000
+WS_CLOSE_ABNORMAL = 1006
+WS_CLOSE_INVALID_DATA = 1007
 CLOSE_SHUTDOWN = 1001  # the server is shutting down: reconnect later
 CLOSE_POLICY = 1008  # policy violation: too many failed hellos from this address
 CLOSE_TOO_BIG = 1009  # a frame over MAX_FRAME_BYTES

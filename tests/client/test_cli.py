@@ -39,7 +39,7 @@ async def run(
         "COLUMNS": "100",
         **(env or {}),
     }
-    args = ["client", *argv] if entry == "sync_server" else list(argv)
+    args = ["client", *argv] if entry == "vtt_sync" else list(argv)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -98,7 +98,7 @@ async def test_cmd_prints_ack_and_state_prints_state(table: LiveTable) -> None:
     assert code == 0, err
     ack = json.loads(out)
     assert ack["t"] == "ack" and isinstance(ack["v"], int)
-    code, out, err = await run(table, "state", entry="sync_server")  # `vtt-sync client state`
+    code, out, err = await run(table, "state", entry="vtt_sync")  # `vtt-sync client state`
     assert code == 0, err
     v, state = await table.state()
     assert json.loads(out) == state and ack["v"] == v
@@ -232,7 +232,7 @@ def test_an_unknown_op_suggests_the_nearest_names(
 
 async def test_the_entry_point_lists_the_ops_too() -> None:
     """`vtt-sync client ops` through the real entry point, in a child process."""
-    code, out, err = await run(None, "ops", entry="sync_server")
+    code, out, err = await run(None, "ops", entry="vtt_sync")
     assert code == 0 and "undo              GM" in out, err
 
 
@@ -378,7 +378,7 @@ async def test_T4_roll_initiative_through_the_generic_cmd_path(table: LiveTable)
         'chars=["c1","c2","c3","c4"]',
         'bonus={"c4": 2}',
         'rolls={"c1": 12, "c2": 9, "c3": 18, "c4": 12}',
-        entry="sync_server",
+        entry="vtt_sync",
     )
     assert code == 0, err
     v, state = await table.state()

@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 
 from client_stub import Client, tls_context
-from sync_server.ops.cli import main
 from tests.helpers.browser import in_ci
 from tests.helpers.http import EventReader, api, bearer
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN, WAIT, running_server
+from vtt_sync import main  # the whole command: client and admin
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
 

@@ -2,7 +2,7 @@
 corners the real server does not produce on demand (a lost patch that forces
 a `sync`, a dropped connection at a chosen moment, a final close code).
 
-It speaks PROTOCOL.md's frames with the real rules engine (`rules.apply`) over
+It speaks the protocol's frames (docs/protocol.md) with the real rules engine (`rules.apply`) over
 both subprotocols, keeps every patch for `since`/`sync`, and deduplicates
 command ids. No storage, no rate limits, no undo. Binds 127.0.0.1, port 0.
 """

@@ -1,7 +1,7 @@
 """Small helpers shared by the rule-by-rule tests (tests/rules/test_*.py).
 
 `refused` runs a command that must be turned down and checks both the error
-class (hence its PROTOCOL.md code) and that the room did not change, neither
+class (hence its code, docs/protocol.md, "Refusals") and that the room did not change, neither
 the object the table holds nor its dict form.
 """
 
@@ -48,7 +48,7 @@ def refused(t: Table, exc: type[Refused], op: str, by: Actor | None = None, **ar
 
 
 def ok(t: Table) -> None:
-    """No invariant of RULES.md's Character table is broken."""
+    """No invariant of docs/rules.md's conditions table ("Conditions") is broken."""
     assert violations(t.room) == []
 
 

@@ -1,4 +1,4 @@
-"""Temporary ability damage (A1-A3), rule by rule (RULES.md).
+"""Temporary ability damage (A1-A3), rule by rule (docs/rules.md, "Ability damage").
 
 Default sheet: level 3, PE 15, str 10 dex 14 con 14 int 10 wis 12 cha 8.
 """

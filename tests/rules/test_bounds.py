@@ -1,4 +1,4 @@
-"""RULES.md v1.1, Bounds: the sheet's maxima, characters and users per room,
+"""docs/rules.md, "Bounds": the sheet's maxima, characters and users per room,
 and events per command, each refused with `invalid_args` and a message that
 says the limit, the room unchanged (rules/validate.py names the constants
 and their reasons). T2's collapse, the other half of the ruling, is in
@@ -79,7 +79,7 @@ def test_Bounds_v11_characters_per_room():
 
 
 def test_Bounds_v11_a_full_room_is_invalid_args_before_forbidden():
-    """Bounds v1.1 with PROTOCOL.md's order: the bound is checked with the
+    """Bounds v1.1 with the order of docs/protocol.md, "Refusals": the bound is checked with the
     arguments, so a player's add_character to a full room is `invalid_args`
     too (as a mistyped one would be), before the role's `forbidden`."""
     t = Table()

@@ -1,4 +1,4 @@
-"""Damage (D1-D6) and nonlethal damage (N1), rule by rule (RULES.md).
+"""Damage (D1-D6) and nonlethal damage (N1), rule by rule (docs/rules.md, "Damage").
 
 The default sheet (tests/helpers/table.py): level 3, PV 20, PE 15, PP 6,
 Con 14 (modifier +2), Medicine +5; a round is 6 s.
@@ -499,7 +499,7 @@ def test_D6_every_command_on_a_dead_character_is_refused(op, args, sender):
     }
     by = t.gm if sender == "gm" else t.p1
     # The owner may send the O commands; a G command from it is refused
-    # earlier, for its role (PROTOCOL.md's check order).
+    # earlier, for its role (docs/protocol.md, "Refusals").
     exc = RuleBroken if sender == "gm" or op in OWNER_OPS else Forbidden
     refused(t, exc, op, by=by, **real)
 

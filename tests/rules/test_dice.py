@@ -1,4 +1,4 @@
-"""Dice (X1, X2), rule by rule (RULES.md): who rolls, the GM's own dice and
+"""Dice (X1, X2), rule by rule (docs/rules.md, "Dice"): who rolls, the GM's own dice and
 queue, and the roll event every check makes."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_X1_queue_rolls_is_forbidden_for_players_and_observers(who):
 
 @pytest.mark.parametrize("who", ["p1", "obs"])
 def test_X1_roll_argument_is_forbidden_for_players(who):
-    """X1 / PROTOCOL.md: `roll` is accepted from the GM only, even from the
+    """X1 / docs/operations.md, "Operations": `roll` is accepted from the GM only, even from the
     medic's owner, who may otherwise send first_aid."""
     t = Table()
     a, b = _dying_and_medic(t, owner=t.p1)
@@ -181,7 +181,7 @@ def test_X2_constitution_roll_has_a_null_dc(d20, outcome):
 
 def test_X2_healer_roll_and_bonus_in_the_events():
     """X2 + L4: the healer's Medicine check is an event too, and the bonus it
-    earns shows in the Constitution roll (the PROTOCOL.md example)."""
+    earns shows in the Constitution roll (its `bonus`: docs/operations.md, "roll")."""
     t = Table()
     a = t.add("A", abilities={"str": 10, "dex": 10, "con": 10, "int": 10, "wis": 10, "cha": 10})
     h = t.add("H")

@@ -1,4 +1,4 @@
-"""Operations (PROTOCOL.md, Operations and the refusal codes): argument
+"""Operations (docs/operations.md, "Operations"; docs/protocol.md, "Refusals"): argument
 validation, not_found, permissions for every op, the order of the checks,
 GM corrections, removals, and the user commands.
 
@@ -89,14 +89,14 @@ def real_args(t: Table, ids: dict[str, str], args: dict[str, Any]) -> dict[str, 
 
 
 def test_every_op_is_in_the_permission_table():
-    """PROTOCOL.md Operations: every room op of the engine is covered here."""
+    """docs/operations.md, "Operations": every room op of the engine is covered here."""
     assert set(COMMANDS) == set(OPS)
 
 
 @pytest.mark.parametrize("op", sorted(COMMANDS))
 @pytest.mark.parametrize("who", ["p2", "obs"])
 def test_ops_forbidden_for_a_player_not_owner_and_for_an_observer(op, who):
-    """PROTOCOL.md: G ops are the GM's; O ops the GM's or the owner's of
+    """docs/operations.md, "Operations": G ops are the GM's; O ops the GM's or the owner's of
     `char`; untend the GM's or the owner's of the patient or its healer.
     Player 2 owns nothing here; an observer only watches (`forbidden`)."""
     t, ids = world()
@@ -107,7 +107,7 @@ def test_ops_forbidden_for_a_player_not_owner_and_for_an_observer(op, who):
 
 @pytest.mark.parametrize("op", sorted(COMMANDS))
 def test_ops_owner_may_send_o_ops_and_not_g_ops(op):
-    """PROTOCOL.md: the owner of the acting character may send the O ops
+    """docs/operations.md, "Operations": the owner of the acting character may send the O ops
     (accepted here), not the G ops (`forbidden`)."""
     t, ids = world()
     args, role = COMMANDS[op]
@@ -121,7 +121,7 @@ def test_ops_owner_may_send_o_ops_and_not_g_ops(op):
 
 @pytest.mark.parametrize("op", sorted(COMMANDS))
 def test_ops_gm_may_send_every_op(op):
-    """PROTOCOL.md: the GM may send every room op."""
+    """docs/operations.md, "Operations": the GM may send every room op."""
     t, ids = world()
     args, _role = COMMANDS[op]
     if op == "combat_start":
@@ -132,7 +132,7 @@ def test_ops_gm_may_send_every_op(op):
 
 
 def test_ops_undo_is_the_gms():
-    """PROTOCOL.md: undo is the GM's (the server replays the log; the engine
+    """docs/operations.md, "Operations": undo is the GM's (the server replays the log; the engine
     only authorises it and does not know it as an op)."""
     t = Table()
     authorize_undo(t.gm)
@@ -161,7 +161,7 @@ def test_ops_apply_never_mutates_its_input_room():
 
 @pytest.mark.parametrize("op", ["fly", "", "Damage", "undo", "create_room", "delete_room", None, 3])
 def test_ops_unknown_op(op):
-    """PROTOCOL.md: an op the engine does not know is `unknown_op` (undo and
+    """docs/operations.md, "Operations": an op the engine does not know is `unknown_op` (undo and
     the admin ops are the server's)."""
     t = Table()
     before = state(t)
@@ -172,7 +172,7 @@ def test_ops_unknown_op(op):
 
 @pytest.mark.parametrize("args", [None, [], "char=c1", 3, ("char", "c1")])
 def test_ops_args_must_be_a_map(args):
-    """PROTOCOL.md: args that are not a map are `invalid_args`."""
+    """docs/operations.md, "Operations": args that are not a map are `invalid_args`."""
     t = Table()
     t.add()
     before = state(t)
@@ -183,7 +183,8 @@ def test_ops_args_must_be_a_map(args):
 
 @pytest.mark.parametrize("args", [{1: "c1"}, {("char",): "c1"}, {None: 1}])
 def test_ops_args_keys_must_be_known_strings(args):
-    """PROTOCOL.md: map keys are strings; an unknown key is an extra argument."""
+    """docs/operations.md, "Operations": map keys are strings; an unknown key
+    is an extra argument."""
     t = Table()
     t.add()
     before = state(t)
@@ -308,7 +309,7 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
     ("op", "args"), INVALID, ids=[f"{o}-{i}" for i, (o, _) in enumerate(INVALID)]
 )
 def test_ops_invalid_args(op, args):
-    """PROTOCOL.md: missing, extra, mistyped (a bool or float for an int, None
+    """docs/operations.md, "Operations": missing, extra, mistyped (a bool or float for an int, None
     for a required value) or out-of-range arguments are `invalid_args`."""
     t = Table()
     ids = {"A": t.add("A"), "B": t.add("B")}
@@ -377,7 +378,7 @@ NOT_FOUND: list[tuple[str, dict[str, Any]]] = [
     ("op", "args"), NOT_FOUND, ids=[f"{o}-{i}" for i, (o, _) in enumerate(NOT_FOUND)]
 )
 def test_ops_not_found(op, args):
-    """PROTOCOL.md: a character or user named and not in the room is
+    """docs/operations.md, "Operations": a character or user named and not in the room is
     `not_found` (ids are case-sensitive: "b" is not "B")."""
     t = Table()
     ids = {"A": t.add("A", id="A"), "B": t.add("B", id="B")}
@@ -445,7 +446,7 @@ ORDER_CASES = [
     ids=[f"{c[3].code}-{c[1]}-{i}" for i, c in enumerate(ORDER_CASES)],
 )
 def test_ops_check_order(who, op, args, exc):
-    """PROTOCOL.md: codes in the order they are checked: invalid_args,
+    """docs/protocol.md, "Refusals": codes in the order they are checked: invalid_args,
     not_found, forbidden, conflict, rule; the first that applies wins."""
     t = _order_table()
     refused(t, exc, op, by=getattr(t, who), **args)
@@ -473,7 +474,7 @@ ID_INSIDE_ARGS_CASES = [
     ids=[f"{c[3].code}-{c[1]}-{i}" for i, c in enumerate(ID_INSIDE_ARGS_CASES)],
 )
 def test_ops_check_order_for_ids_inside_arguments(who, op, args, exc, end_combat):
-    """PROTOCOL.md: invalid_args, then not_found, then forbidden, then
+    """docs/protocol.md, "Refusals": invalid_args, then not_found, then forbidden, then
     conflict/rule, also when the missing id sits in a list (combat_start's
     order), names a user (remove_user, rotate_token, owner), or when the
     argument problem is found by the handler (update_room with nothing)."""
@@ -487,7 +488,7 @@ def test_ops_check_order_for_ids_inside_arguments(who, op, args, exc, end_combat
 
 
 def test_ops_add_character_defaults_current_values_to_the_maxima():
-    """PROTOCOL.md: `{char}`; current values default to the maxima; the
+    """docs/operations.md, "Operations": `{char}`; current values default to the maxima; the
     character order is the order of addition (`seq`)."""
     t = Table()
     out = t.do("add_character", **SHEET, name="Aline", owner=t.p1.user)
@@ -525,7 +526,7 @@ def test_ops_add_character_ids_and_seqs_are_never_reused():
 
 
 def test_ops_add_character_with_an_existing_id_is_conflict():
-    """PROTOCOL.md: a duplicate id of a character is `conflict`."""
+    """docs/operations.md, "Operations": a duplicate id of a character is `conflict`."""
     t = Table()
     t.add("A", id="hero")
     refused(t, Conflict, "add_character", **SHEET, name="B", id="hero")
@@ -547,7 +548,7 @@ def test_ops_add_character_refuses_a_sheet_breaking_an_invariant(over):
 
 
 def test_ops_update_character_corrects_fields():
-    """PROTOCOL.md: GM correction of name, owner, level, pv, pe, pp, maxima,
+    """docs/operations.md, "Operations": GM correction of name, owner, level, pv, pe, pp, maxima,
     abilities, ability_damage, medicine."""
     t = Table()
     a = t.add("A", owner=t.p1)
@@ -601,7 +602,7 @@ def test_ops_update_character_corrects_fields():
 
 
 def test_ops_update_character_pe_max_is_the_sheet_value():
-    """PROTOCOL.md: pe_max corrects the sheet value (pe_max_base); the
+    """docs/operations.md, "Operations": pe_max corrects the sheet value (pe_max_base); the
     effective pe_max stays lowered by Constitution damage (A2)."""
     t = Table()
     a = t.add()
@@ -635,7 +636,7 @@ def test_ops_update_character_pe_max_is_the_sheet_value():
     ],
 )
 def test_ops_update_character_refuses_a_correction_breaking_an_invariant(setup, changes):
-    """PROTOCOL.md: a correction that breaks an invariant is refused (`rule`),
+    """docs/operations.md, "Operations": a correction that breaks an invariant is refused (`rule`),
     never repaired."""
     t = Table()
     a = t.add()
@@ -783,7 +784,7 @@ def test_ops_remove_the_only_combatant_ends_the_combat():
 
 
 def test_ops_add_user_returns_its_id():
-    """PROTOCOL.md add_user: `{user, token}` in the ack (the token is the
+    """docs/operations.md, "add_user": `{user, token}` in the ack (the token is the
     server's); the engine gives the id and records name and role."""
     t = Table()
     out = t.do("add_user", name="Noé", role="gm")
@@ -797,7 +798,7 @@ def test_ops_add_user_returns_its_id():
 
 
 def test_ops_remove_user_gives_its_characters_owner_null():
-    """PROTOCOL.md remove_user: a removed user's characters get owner null."""
+    """docs/operations.md, "remove_user": a removed user's characters get owner null."""
     t = Table()
     a, b, c = t.add("A", owner=t.p1), t.add("B", owner=t.p1), t.add("C", owner=t.p2)
     out = t.do("remove_user", user=t.p1.user)
@@ -849,7 +850,7 @@ def test_ops_remove_user_that_is_not_there_is_not_found():
 
 
 def test_ops_rotate_token_changes_no_room_state():
-    """PROTOCOL.md rotate_token: `{user, token}` (the token is the server's);
+    """docs/operations.md, "rotate_token": `{user, token}` (the token is the server's);
     the room's state is unchanged, the change is an event."""
     t = Table()
     before = state(t)

@@ -1,5 +1,5 @@
 """Property tests (hypothesis) of the engine's invariants over random
-command sequences: RULES.md's condition invariants, 0 <= current <= max,
+command sequences: the condition invariants of docs/rules.md, "Conditions", 0 <= current <= max,
 dead is terminal, refusals change nothing, one clock jump equals many steps,
 and the dict form round-trips."""
 
@@ -139,7 +139,7 @@ def run(t: Table, commands, actors, dice: SeededDice):
                 assert c.condition == "dead", f"D6: {c.id} came back from the dead by {op}"
             if c.condition == "dead":
                 dead.add(c.id)
-            # RULES.md's table: conditions and their PV invariants.
+            # docs/rules.md, "Conditions": conditions and their PV invariants.
             assert 0 <= c.pv <= c.pv_max and 0 <= c.pe <= c.pe_max and 0 <= c.pp <= c.pp_max
     return t
 

@@ -1,4 +1,4 @@
-"""Rest and recovery (R1-R5), rule by rule (RULES.md).
+"""Rest and recovery (R1-R5), rule by rule (docs/rules.md, "Rest").
 
 Default sheet: level 3, PV 20, PE 15, PP 6; a short rest lasts 600 s, a
 night 8 h, a bed rest 24 h of world time.

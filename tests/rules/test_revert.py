@@ -1,4 +1,4 @@
-"""Undo's rule (PROTOCOL.md, undo): `rules.revert` restores the room as it
+"""Undo's rule (docs/protocol.md, "undo"): `rules.revert` restores the room as it
 was before a command, keeps the users as they are now, and refuses rather
 than repairs a result that breaks an invariant."""
 

@@ -1,4 +1,4 @@
-"""The rulings RULES.md added in v1.1, one by one (docs/rules.md says each
+"""The rulings added in v1.1 of the rule set, one by one (docs/rules.md says each
 in the project's words). The Bounds ruling has its own file (test_bounds.py)
 and T2's collapse of repeated D5 losses is in test_time.py.
 

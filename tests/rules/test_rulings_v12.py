@@ -1,4 +1,4 @@
-"""The rulings RULES.md added in v1.2, one by one (docs/rules.md says each in
+"""The rulings added in v1.2 of the rule set, one by one (docs/rules.md says each in
 the project's words): D5's exemption lost when the turn is passed over, T3
 (dead combatants are passed over, a room setting) and T4 (initiative).
 

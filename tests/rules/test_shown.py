@@ -1,4 +1,4 @@
-"""The `shown` setting of a character (views, PROTOCOL.md v1.1): its default
+"""The `shown` setting of a character (views, docs/protocol.md, "Views"): its default
 from the owner's role, the GM's choice at add_character and by
 update_character, its dict form (and a state stored before it existed), and
 what the engine tells a player about a character hidden from them."""

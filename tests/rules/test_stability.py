@@ -1,4 +1,4 @@
-"""Long-term stability (L1-L5), rule by rule (docs/rules.md).
+"""Long-term stability (L1-L5), rule by rule (docs/rules.md, "Long-term stability").
 
 Default sheet: level 3, PV 20, PE 15, PP 6, Con 14 (modifier +2),
 Medicine +5. A stable character checks at +1 h ... +8 h.
@@ -429,7 +429,7 @@ def test_L4_tending_ends_when_the_healer_stops_being_conscious(how):
 @pytest.mark.parametrize("by", ["gm", "patient_owner", "healer_owner"])
 def test_L4_untend_ends_tending(by):
     """L4: tending ends on untend, sent by the GM, the owner of the patient or
-    the owner of its healer (PROTOCOL.md)."""
+    the owner of its healer (docs/operations.md, "Operations")."""
     t = Table()
     a, h = t.add("A", owner=t.p1), t.add("H", owner=t.p2)
     t.stabilised(a)
@@ -447,7 +447,7 @@ def test_L4_untend_ends_tending(by):
 
 
 def test_L4_untend_by_another_player_or_observer_is_forbidden():
-    """L4 / PROTOCOL.md: untend is for the GM or the owner of the patient or
+    """L4 / docs/operations.md, "Operations": untend is for the GM or the owner of the patient or
     of its healer."""
     t = Table()
     a, h = t.add("A", owner=t.p1), t.add("H", owner=t.p1)

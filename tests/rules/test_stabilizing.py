@@ -1,4 +1,4 @@
-"""Stabilising (S1-S4), rule by rule (RULES.md).
+"""Stabilising (S1-S4), rule by rule (docs/rules.md, "Stabilising").
 
 Default sheet: level 3, PV 20, PE 15, PP 6, Con 14, Medicine +5; round 6 s.
 """

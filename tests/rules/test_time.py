@@ -1,4 +1,4 @@
-"""Time and turns (T1, T2), rule by rule (RULES.md): the combat tracker and
+"""Time and turns (T1, T2), rule by rule (docs/rules.md, "Time and turns"): the combat tracker and
 the world clock's scheduler.
 
 Default sheet: level 3, PV 20, PE 15, PP 6, Con 14 (+2), Medicine +5.

@@ -1,4 +1,4 @@
-"""Views (PROTOCOL.md v1.1, Views): what each viewer sees of the state and
+"""Views (docs/protocol.md, "Views"): what each viewer sees of the state and
 of the events, the view patch, `restricted` and the view classes.
 
 Examples first, then the properties (hypothesis) over random command

@@ -14,11 +14,11 @@ from typing import Any
 import attrs
 import pytest
 
+from sync_server.clock import FakeClock
 from sync_server.cluster.leases import Leases, Owner
 from sync_server.core.auth import hash_token
 from sync_server.core.limits import FAILED_HELLO_BURST
-from sync_server.hosting.clock import FakeClock
-from sync_server.ops.logs import TextFormatter, escape_text
+from sync_server.observe.logs import TextFormatter, escape_text
 from sync_server.storage.memory import MemoryStorage
 from sync_server.testing.contracts import stored_patches
 from sync_server.wire.protocol import (

@@ -1,4 +1,4 @@
-"""The bus contract (sync_server/testing/contracts.py: BUS_CHECKS), check
+"""The bus contract (sync_server/testing/contracts/bus.py: BUS_CHECKS), check
 by check on the project's bus, and `check_bus` as a third-party bus would
 call it, naming the check a bus fails."""
 

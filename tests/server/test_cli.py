@@ -1,5 +1,6 @@
 """The CLI: `vtt-sync serve --demo` (once, idempotent), `vtt-sync client`
-delegating to client_stub, `python -m sync_server`."""
+delegating to client_stub (the vtt_sync command, above both), `python -m
+sync_server` (the server's commands alone)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ async def test_vtt_sync_client_delegates_to_the_python_client(tmp_path) -> None:
     try:
         t = await create_table(child.url)
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "sync_server", "client", "state", "--url", child.url,
+            sys.executable, "-m", "vtt_sync", "client", "state", "--url", child.url,
             f"--token={t.tokens['obs']}", "--room", "r1", "--compact",
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
@@ -83,6 +84,24 @@ async def test_vtt_sync_client_delegates_to_the_python_client(tmp_path) -> None:
         assert found["room"] == "r1"
     finally:
         child.terminate()
+
+
+def test_the_server_cli_alone_names_where_the_client_is(capsys) -> None:
+    """`python -m sync_server client ...` runs no client (the server never
+    imports it): it says which command does, and exits 2 (usage)."""
+    assert main(["client", "state"]) == 2
+    err = capsys.readouterr().err
+    assert "vtt-sync client" in err and "python3 -m vtt_sync client" in err
+
+
+def test_the_vtt_sync_command_hands_the_rest_to_the_server_cli(capsys) -> None:
+    import vtt_sync
+
+    with pytest.raises(SystemExit) as done:
+        vtt_sync.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("vtt-sync ")
+    assert "client" in build_parser().format_help()  # `vtt-sync --help` lists it
 
 
 def test_serve_options() -> None:

@@ -1,4 +1,4 @@
-"""The clock port's fake (sync_server/hosting/clock.py): time moves only
+"""The clock port's fake (sync_server/clock.py): time moves only
 when told (`advance`), or, with `autojump_threshold`, by itself to the next
 deadline once every task waits (trio's `MockClock` semantics)."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from sync_server.hosting.clock import FakeClock, SystemClock
+from sync_server.clock import FakeClock, SystemClock
 
 
 async def test_advance_wakes_the_sleepers_due_in_deadline_order() -> None:
@@ -119,3 +119,59 @@ async def test_a_threshold_lets_real_work_in_flight_finish_before_time_jumps() -
     assert clock.monotonic() == 0.0
     await clock.sleep(7)  # and then time does jump, to the sleep's deadline
     assert clock.monotonic() == 7.0
+
+
+# Where the server reads real time around the port, on purpose, and why
+# (docs/architecture.md, the seams: time). Anywhere else, a wait or a
+# timestamp goes through a `Clock`, so a test moves it without sleeping.
+REAL_TIME_ON_PURPOSE = {
+    # The storage thread's group-commit window: a thread's wait for more
+    # commits to join the group, off the event loop.
+    "sync_server/storage/sqlite.py",
+    # Each room's share of the CPU: metered by the time its steps take and
+    # refilled in real time, the unit the CPU is spent in; the host's pause
+    # and its meter around a step.
+    "sync_server/hosting/share.py",
+    "sync_server/hosting/room_host.py",
+    # The node-id watch: another process's heartbeat in the database, which
+    # a fake clock cannot move.
+    "sync_server/cluster/pg_leases.py",
+}
+TIME_READS = {
+    "time": {"time", "monotonic", "perf_counter", "thread_time", "process_time", "sleep",
+             "time_ns", "monotonic_ns"},
+    "asyncio": {"sleep", "timeout", "timeout_at", "wait_for"},
+    "datetime": {"now", "utcnow", "today"},
+}  # fmt: skip
+
+
+def test_the_server_reads_time_through_the_clock_port() -> None:
+    """No module of the server reads the time or waits on its own (bar the
+    places named above, and `asyncio.sleep(0)`, a yield): it asks its
+    `Clock` (sync_server/clock.py holds the only real one)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in sorted((root / "sync_server").rglob("*.py")):
+        rel = str(path.relative_to(root))
+        if rel == "sync_server/clock.py" or rel in REAL_TIME_ON_PURPOSE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        yields = {
+            id(node.func)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == 0
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or id(node) in yields:
+                continue
+            owner = node.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if node.attr in TIME_READS.get(name, ()) or (name == "loop" and node.attr == "time"):
+                found.append(f"{rel}:{node.lineno}: {name}.{node.attr}")
+    assert found == []

@@ -277,7 +277,7 @@ async def test_postgresql_killed_under_load_loses_nothing_acknowledged(
 async def test_an_idle_room_gives_its_lease_up(tmp_path, pg_db) -> None:
     """Ownership does not pile up on one node: an idle room is unloaded and
     its lease released, so the next hello anywhere claims it at once."""
-    from sync_server.hosting.clock import FakeClock
+    from sync_server.clock import FakeClock
 
     clock = FakeClock()
     async with (

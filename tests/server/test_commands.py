@@ -1,5 +1,6 @@
 """Commands: patches then ack, idempotent ids, `expect`, error order, undo,
-user and token commands, admin commands (PROTOCOL.md, Commands, Operations)."""
+user and token commands, admin commands (docs/protocol.md, "cmd -> patch";
+docs/operations.md, "Operations")."""
 
 from __future__ import annotations
 

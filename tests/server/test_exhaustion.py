@@ -17,10 +17,10 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 
 from rules import validate
+from sync_server.clock import FakeClock
 from sync_server.core.auth import RecentTokens
 from sync_server.core.limits import DEDUP_WINDOW_SECONDS, Limits
 from sync_server.hosting.admin_http import export_text
-from sync_server.hosting.clock import FakeClock
 from sync_server.storage import StorageError, transfer
 from sync_server.testing.contracts import stored_patches
 from sync_server.testing.core import command, new_core
@@ -80,7 +80,7 @@ def test_a_remembered_token_remembered_again_moves_to_the_end() -> None:
 def test_the_dedup_window_is_bounded_by_count_and_age() -> None:
     """Issue 19: a busy room kept 100,000 ids (~43 MB); the window is now
     the last `dedup_window_versions` versions and `dedup_window_seconds`.
-    Inside it a retry gets its first ack (PROTOCOL.md), dup: true."""
+    Inside it a retry gets its first ack (docs/protocol.md, "Retries"), dup: true."""
     clock = FakeClock()
     core, gm = new_core(clock=clock, limits=Limits(dedup_window_versions=50))
     first = core.evaluate(command(gm, "advance_clock", cmd_id="first", seconds=6))

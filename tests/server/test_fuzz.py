@@ -8,7 +8,7 @@ Properties, for every example:
 - connections stay open unless the example did something that closes them
   by design (a second hello -> 4400; its own user removed or token rotated
   -> 4403; its room deleted by the admin -> 4404);
-- RULES.md's invariants hold at every version (a watcher replays every
+- the invariants of docs/rules.md, "Conditions", hold at every version (a watcher replays every
   patch and checks `rules.violations`), and every open client's mirror
   equals a fresh client's snapshot at the end.
 
@@ -151,7 +151,7 @@ def _token_keys(value: Any) -> list[str]:
 
 
 def check_history(base: dict[str, Any], base_v: int, patches: list[dict[str, Any]]) -> None:
-    """RULES.md's invariants at every version from base_v on."""
+    """the invariants of docs/rules.md, "Conditions", at every version from base_v on."""
     state = copy.deepcopy(base)
     assert rules.violations(rules.Room.from_dict(state)) == []
     for i, p in enumerate(patches, start=1):
@@ -398,7 +398,7 @@ def plausible_values(users: list[str], chars: list[str]) -> dict[str, st.SearchS
     }
 
 
-# The arguments each op takes (required, optional), from PROTOCOL.md.
+# The arguments each op takes (required, optional), from docs/operations.md.
 ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "create_room": (("room", "name"), ("gm_name",)),
     "delete_room": (("room",), ()),

@@ -1,5 +1,5 @@
 """Plain HTTP on the WebSocket port: /healthz, /metrics, the page and its
-files, nothing else (PROTOCOL.md, Transport)."""
+files, nothing else (docs/protocol.md, "Connecting")."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from websockets.exceptions import InvalidStatus
 from sync_server import Server, __version__
 from sync_server.hosting.config import WEB_PACKAGE
 from sync_server.hosting.web import web_files
-from sync_server.ops.metrics import Metrics
+from sync_server.observe.metrics import Metrics
 from tests.helpers.server import Table, open_ws, running_server
 
 

@@ -1,4 +1,4 @@
-"""The lease contract (sync_server/testing/contracts.py: `LEASE_CHECKS`,
+"""The lease contract (sync_server/testing/contracts/leases.py: `LEASE_CHECKS`,
 `check_leases`, shipped with the product), run check by check on both
 cluster backends of the project: SQLite's workers leases (several
 processes on one file, cluster/sqlite_leases.py) and PostgreSQL's

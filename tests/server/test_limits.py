@@ -1,5 +1,5 @@
 """Limits: per-connection rate limit, slow consumers (1013), connections
-per user and per room (PROTOCOL.md, Transport; issue 5)."""
+per user and per room (docs/protocol.md, "Limits"; issue 5)."""
 
 from __future__ import annotations
 

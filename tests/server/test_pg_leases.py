@@ -17,16 +17,16 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from sync_server.clock import FakeClock
 from sync_server.cluster.leases import (
     Claim,
     LeaseKeeper,
     Owner,
     SingleNodeLeases,
-    leases_for,
 )
 from sync_server.cluster.pg_leases import PgLeases
 from sync_server.core.auth import hash_token
-from sync_server.hosting.clock import FakeClock
+from sync_server.hosting.server import leases_for
 from sync_server.storage import (
     AdminRecord,
     Fenced,

@@ -1,5 +1,6 @@
 """Resuming: hello with `since` (patches or state) and `sync` (patches or
-snapshot), from memory and from the stored log (PROTOCOL.md, Session, Patches)."""
+snapshot), from memory and from the stored log (docs/protocol.md,
+"hello -> welcome" and "sync")."""
 
 from __future__ import annotations
 

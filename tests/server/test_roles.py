@@ -1,5 +1,5 @@
 """Every operation's role rule, through the server: who may, who gets
-`forbidden` (PROTOCOL.md, Operations). The rules engine decides; these
+`forbidden` (docs/operations.md, "Operations"). The rules engine decides; these
 tests prove the server hands it the right actor for every session."""
 
 from __future__ import annotations

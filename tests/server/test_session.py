@@ -1,5 +1,6 @@
 """Sessions: hello/welcome, admin sessions, refusals and their close codes,
-hostile frames, both subprotocols (PROTOCOL.md, Transport and Session)."""
+hostile frames, both subprotocols (docs/protocol.md, "Connecting" and
+"hello -> welcome")."""
 
 from __future__ import annotations
 

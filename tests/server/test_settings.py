@@ -13,7 +13,7 @@ import pytest
 
 from sync_server.core.ratelimit import RateSpec
 from sync_server.hosting.config import Config
-from sync_server.ops import logs
+from sync_server.observe import logs
 from sync_server.ops.cli import build_parser, print_configuration
 from sync_server.ops.settings import (
     BY_NAME,

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from sync_server.clock import FakeClock
 from sync_server.cluster.leases import Claim, LeaseKeeper, Leases, Owner
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import hash_token
-from sync_server.hosting.clock import FakeClock
 from sync_server.storage import AdminRecord, Fenced
 from sync_server.storage.sqlite import DB_FILE, SqliteStorage
 from sync_server.testing.contracts import record

@@ -9,9 +9,9 @@ import time
 import pytest
 
 import rules
+from sync_server.clock import FakeClock
 from sync_server.core.auth import hash_token
 from sync_server.hosting import room_host as rooms_module
-from sync_server.hosting.clock import FakeClock
 from sync_server.storage import AdminRecord, StorageError, VersionRecord, replay
 from sync_server.storage.sqlite import SqliteStorage
 from tests.helpers.server import create_table, running_server

@@ -1,4 +1,4 @@
-"""The storage contract (sync_server/testing/contracts.py, shipped with the
+"""The storage contract (sync_server/testing/contracts/storage.py, shipped with the
 product so that any backend can run it), run check by check on every
 backend of the project. A new backend passes it before anything else uses
 it: add it to `BACKENDS` (a factory that opens a fresh, empty store)."""

@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 from sync_server.core.limits import MAX_FRAME_BYTES
 from sync_server.hosting import picows_transport
 from sync_server.hosting.config import Config
-from sync_server.ops import cli, settings
+from sync_server.ops import cli, serving, settings
 from sync_server.wire import frames
 from sync_server.wire.codec import CODECS
 from tests.helpers.server import (
@@ -82,10 +82,10 @@ def test_the_fast_transport_without_its_extra_is_refused_with_what_to_install(
     config = Config(data_dir=tmp_path, transport=transport)
     if transport == "picows":
         with pytest.raises(settings.SettingError, match=r"pip install 'vtt-sync\[fast\]'"):
-            cli.run(config, never())
+            serving.run(config, never())
     else:
         with pytest.raises(AssertionError, match="must not start"):
-            cli.run(config, never())
+            serving.run(config, never())
 
 
 def test_transport_is_a_setting(transport: str) -> None:

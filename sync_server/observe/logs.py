@@ -35,6 +35,11 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from sync_server.clock import Clock, SystemClock
+
+# A line written before logging is set up (json_line) is stamped by the clock port.
+CLOCK: Clock = SystemClock()
+
 # Attributes every LogRecord has: anything else was passed in `extra` and is
 # a structured field of the line.
 _STANDARD = frozenset(
@@ -146,9 +151,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def json_line(msg: str, level: str = "info", logger: str = "vtt-sync", **fields: Any) -> str:
-    import time
-
-    line = {"ts": _now_iso(time.time()), "level": level, "logger": logger, "msg": msg}
+    line = {"ts": _now_iso(CLOCK.time()), "level": level, "logger": logger, "msg": msg}
     line.update(fields)
     return json.dumps(line, ensure_ascii=False, default=str)
 

@@ -20,6 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+# The logger keeps the name it had under ops/: operators filter on it.
 log = logging.getLogger("sync_server.ops.activity")
 
 

@@ -6,6 +6,9 @@ closes, storage calls) reads this port instead of the `time` module or
 `asyncio.sleep`/`asyncio.timeout`, so a test moves time forward with
 `FakeClock.advance`, or lets it jump (`autojump_threshold`), instead of
 sleeping. The rules' world clock is game state, not this.
+
+It stands at the ground of the server package (it imports nothing of
+ours): storage, the cluster leases and the asyncio side all read it.
 """
 
 from __future__ import annotations
