@@ -92,6 +92,16 @@ MAX_HTTP_HEAD_BYTES = 16 * 1024
 # same bound, whichever door it comes through (413 past it).
 MAX_HTTP_BODY_BYTES = PROTOCOL_MAX_FRAME_BYTES
 
+# The pieces a request may come in: reads of its socket (its head's and its
+# body's) and chunks of a chunked body. Each costs the parser ~11 us of the
+# event loop whatever its size, so a byte count alone bounds nothing: a
+# 64 KiB body sent as 65,536 one-byte chunks held every room's loop 0.74 s
+# (issue 33). An honest request comes in a few (a tool writes its head and
+# body at once; 64 KiB over a link of 1,448-byte segments is 46 reads);
+# 256 leave room for a body in 256-byte pieces and cost at most ~3 ms.
+# Past it: 400 (the head) or 413 (the body), and the connection closed.
+MAX_HTTP_REQUEST_PIECES = 256
+
 # GET .../history: events of this many patches by default, and at most what
 # a room keeps in memory (RECENT_PATCHES_IN_MEMORY below).
 HISTORY_DEFAULT_LIMIT = 50
@@ -428,6 +438,7 @@ FIXED = {
     "HTTP_REQUEST_TIMEOUT_SECONDS": "http",
     "MAX_REQUEST_LINE_BYTES": "http",
     "MAX_HTTP_HEAD_BYTES": "http",
+    "MAX_HTTP_REQUEST_PIECES": "http",
     # Rates: configured as `Config.rate`, `gm_rate`, `hello_failure_rate`
     # (settings: --rate ...); these are their defaults.
     "PLAYER_RATE_PER_SECOND": "config",

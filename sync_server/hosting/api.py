@@ -51,9 +51,9 @@ from sync_server.core.limits import (
 from sync_server.core.ratelimit import TokenBucket, reply_cost
 from sync_server.core.room import CommandIn, JoinRefused, RoomCore
 from sync_server.hosting.bus import Message
-from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
+from sync_server.hosting.http1 import BodyRefused, HttpConnection, HttpRequest, json_body
 from sync_server.hosting.room_host import RoomHost
-from sync_server.hosting.sessions import SessionDeps, request_bucket
+from sync_server.hosting.sessions import HelloGate, SessionDeps, request_bucket
 from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
 from sync_server.hosting.work import Command, Join, RoomClosed
 from sync_server.wire import protocol
@@ -101,6 +101,8 @@ class Call:
     # The authenticated token's hash: a stream's join checks it is still the
     # user's (a rotation stored meanwhile ends it, as for a WebSocket hello).
     digest: bytes
+    # Its address's failed attempt: a body refused counts there too.
+    attempt: Attempt
 
 
 def route_of(path: str) -> tuple[str, str | None, str]:
@@ -134,6 +136,40 @@ class Moved(Exception):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self.url = url
+
+
+class Attempt:
+    """One request's failed attempt against its address's allowance (the
+    refused hellos' one, `HelloGate`): reserved at the request's head,
+    before anything else is looked at, so that requests sent together
+    cannot all pass a check that costs nothing. Given back once the request
+    reaches a room as a user's (its token checked) or is answered without a
+    refusal; kept when it is refused, whatever refuses it: a bad token, an
+    unknown route, a wrong method, an origin, a body over its bounds. A
+    refusal after the token was checked (the body) takes one anew. The
+    answers of a room to its user (the rules' refusals, the user's own rate)
+    are that user's: charged to their allowance, as a WebSocket command's."""
+
+    def __init__(self, gate: HelloGate, peer: str) -> None:
+        self.gate = gate
+        self.peer = peer
+        self.held = False
+
+    async def reserve(self, deadline: float) -> bool:
+        self.held = await self.gate.reserve(self.peer, deadline)
+        return self.held
+
+    def passed(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.release(self.peer, failed=False)
+
+    def failed(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.release(self.peer, failed=True)
+        else:
+            self.gate.charge(self.peer)
 
 
 def unauthenticated() -> Refusal:
@@ -199,7 +235,7 @@ class EventStream:
     def _write(self, chunk: bytes) -> int:
         if self.closing:
             return 0
-        if self.conn.buffered() + len(chunk) > self.max_bytes:
+        if self.conn.buffered + len(chunk) > self.max_bytes:
             # Too slow (1013): nothing more can be written, the close event
             # neither; the connection goes with what it still buffers.
             self.closing = True
@@ -283,10 +319,27 @@ class Api:
 
     def connection(self) -> HttpConnection:
         """A new connection's protocol (the door's factory for /api/)."""
-        conn = HttpConnection(self.handle, tasks=self.tasks)
+        conn = HttpConnection(
+            self.handle,
+            tasks=self.tasks,
+            stall=self.deps.limits.ping_timeout,
+            on_refused=self._refused_head,
+        )
         self.connections.add(conn)
         conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
         return conn
+
+    def _refused_head(self, conn: HttpConnection) -> None:
+        """A request refused before its head was whole (malformed, too big,
+        in too many pieces, too slow): one failed attempt of its address. Its
+        headers were not read, so behind a trusted proxy the address is the
+        proxy's: nothing is charged then (the proxy parses heads itself)."""
+        transport = conn.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        remote = str(peer[0]) if peer else "?"
+        if remote not in self.deps.trusted_proxies:
+            self.deps.hello_gate.charge(remote)
+        self.deps.metrics.http_request("none", conn.status or 0)
 
     async def close(self, code: int, reason: str) -> None:
         """Shutdown (after the rooms drained): end every stream with `code`,
@@ -319,18 +372,36 @@ class Api:
         return []
 
     async def handle(self, request: HttpRequest, conn: HttpConnection) -> None:
+        """One request, from its head: its address's allowance first, then
+        its route and its caller, its body only for a command, once both are
+        known (module http1.py: a refused request never has its body read)."""
         cors = self._cors(request)
         route, room, name = route_of(request.path)
+        deps = self.deps
+        attempt = Attempt(deps.hello_gate, self._peer(request))
         try:
-            await self._route(request, conn, cors, route, room, name)
+            if not await attempt.reserve(deps.clock.monotonic() + deps.limits.hello_timeout):
+                log.info("HTTP request from %s refused: too many failed attempts", attempt.peer)
+                await deps.clock.sleep(deps.limits.hello_penalty_seconds)
+                raise Refusal("rate_limited", "too many failed attempts; wait and retry",
+                              headers=[("Retry-After", "1")])  # fmt: skip
+            await self._route(request, conn, cors, route, room, name, attempt)
         except Refusal as refused:
             conn.respond_error(
                 refused.status, refused.code, refused.message, refused.headers + cors
             )
+        except BodyRefused as refused:
+            attempt.failed()
+            conn.respond_error(refused.status, "bad_frame", refused.message, cors)
         except Moved as moved:  # the WebSocket's redirect frame, as an HTTP redirect
             body = json_body(protocol.redirect(moved.url))
             conn.respond(307, body, headers=[("Location", moved.url), *cors])
         finally:
+            if attempt.held:  # refused before it reached a room: the address's
+                if conn.status is not None and 400 <= conn.status < 500:
+                    attempt.failed()
+                else:
+                    attempt.passed()
             self.deps.metrics.http_request(route or "none", conn.status or 0)
             self._log(request, conn)
 
@@ -355,9 +426,12 @@ class Api:
         route: str,
         room: str | None,
         name: str,
+        attempt: Attempt,
     ) -> None:
         if not route:
             raise Refusal("not_found", f"no such endpoint: {request.path}")
+        if request.has_body and route != "commands":
+            raise Refusal("bad_frame", f"{request.method} {request.path} takes no body")
         allow = ALLOW.get(route, ALLOW_DEFAULT)
         if request.method == "OPTIONS":
             extra = [("Allow", allow)]
@@ -369,6 +443,7 @@ class Api:
                     ("Access-Control-Max-Age", str(CORS_MAX_AGE_SECONDS)),
                 ]
             conn.respond(204, b"", headers=extra)
+            attempt.passed()
             return
         if request.method not in allow.split(", "):
             raise Refusal(
@@ -383,14 +458,17 @@ class Api:
             if document is None:
                 raise Refusal("not_found", f"no such endpoint: {request.path}")
             conn.respond(200, document, headers=cors)
+            attempt.passed()
             return
         assert room is not None
         if self.deps.shutting_down():
             raise Refusal("internal", "the server is shutting down; retry later")
         host, user, role, digest = await self._authenticate(request, room)
+        attempt.passed()  # a user of the room: their own allowance from here on
+        conn.room = room
         bucket = request_bucket(self.deps, role, room, user)
         self._allow(bucket)
-        call = Call(request, conn, cors, host, user, role, bucket, digest)
+        call = Call(request, conn, cors, host, user, role, bucket, digest, attempt)
         await {
             "commands": self._command,
             "state": self._state,
@@ -402,52 +480,41 @@ class Api:
         self, request: HttpRequest, room: str
     ) -> tuple[RoomHost, str, str, bytes]:
         """(the room's host, the user, their role, the token's hash), as a
-        hello checks them: one failed attempt reserved from the address's
-        allowance before the token is looked up, kept only if it fails
-        (HelloGate); a stored role that is not a room's (gm, player,
-        observer) opens nothing; and a room loaded after the lookup has the
-        token looked up again (the new host never saw a rotation stored
-        before its load)."""
+        hello checks them (the request's `Attempt` was reserved from the
+        address's allowance before: kept if this refuses); a stored role
+        that is not a room's (gm, player, observer) opens nothing; and a
+        room loaded after the lookup has the token looked up again (the new
+        host never saw a rotation stored before its load)."""
         deps, peer = self.deps, self._peer(request)
-        deadline = deps.clock.monotonic() + deps.limits.hello_timeout
-        if not await deps.hello_gate.reserve(peer, deadline):
-            log.info("HTTP request from %s refused: too many failed attempts", peer)
-            raise Refusal("rate_limited", "too many failed attempts; wait and retry",
-                          headers=[("Retry-After", "1")])  # fmt: skip
-        failed = False
-        try:
-            scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
-            token = token.strip()
-            found = None
-            digest, looked_up = b"", deps.rooms.loads  # room loads begun before the lookup
-            if scheme.lower() == "bearer" and plausible_token(token):
-                digest = hash_token(token)
-                if not same_hash(digest, deps.admin_hash):  # the admin token has no room
-                    found = await deps.find_token(digest)
-            if found is not None and found[0] == room:
-                located = await deps.rooms.locate(room)
-                if isinstance(located, Owner):  # cluster: another node serves the room
-                    if not located.url:
-                        raise Refusal("internal", "the room's node has no address; retry")
-                    base = located.url.rstrip("/")  # its WebSocket URL: ws(s)://
-                    target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
-                    if request.query:
-                        target += "?" + request.query
-                    raise Moved(target)
-                if located is not None and await located.token_still_found(
-                    looked_up, digest, found, deps.find_token
-                ):
-                    user = found[1]
-                    role = role_of(located.state, user)
-                    # A rotation stored since the lookup: the token is over
-                    # (a command would get the new epoch, a stream join it).
-                    if role in ROOM_ROLES and located.core.token_current(user, digest):
-                        return located, user, role, digest
-            log.info("HTTP request from %s refused: bad token or room", peer)
-            failed = True
-            raise unauthenticated()
-        finally:
-            deps.hello_gate.release(peer, failed=failed)
+        scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
+        token = token.strip()
+        found = None
+        digest, looked_up = b"", deps.rooms.loads  # room loads begun before the lookup
+        if scheme.lower() == "bearer" and plausible_token(token):
+            digest = hash_token(token)
+            if not same_hash(digest, deps.admin_hash):  # the admin token has no room
+                found = await deps.find_token(digest)
+        if found is not None and found[0] == room:
+            located = await deps.rooms.locate(room)
+            if isinstance(located, Owner):  # cluster: another node serves the room
+                if not located.url:
+                    raise Refusal("internal", "the room's node has no address; retry")
+                base = located.url.rstrip("/")  # its WebSocket URL: ws(s)://
+                target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
+                if request.query:
+                    target += "?" + request.query
+                raise Moved(target)
+            if located is not None and await located.token_still_found(
+                looked_up, digest, found, deps.find_token
+            ):
+                user = found[1]
+                role = role_of(located.state, user)
+                # A rotation stored since the lookup: the token is over
+                # (a command would get the new epoch, a stream join it).
+                if role in ROOM_ROLES and located.core.token_current(user, digest):
+                    return located, user, role, digest
+        log.info("HTTP request from %s refused: bad token or room", peer)
+        raise unauthenticated()
 
     def _allow(self, bucket: TokenBucket | None) -> None:
         """The user's one allowance, shared with their WebSocket sessions."""
@@ -481,18 +548,12 @@ class Api:
             cmd_id = f"http-{secrets.token_hex(8)}"
         elif not 1 <= len(cmd_id) <= MAX_CMD_ID_LENGTH:
             raise Refusal("bad_frame", f"Idempotency-Key: 1 to {MAX_CMD_ID_LENGTH} characters")
-        try:
-            frame = JSON.decode(request.body.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise Refusal("bad_frame", "the body must be JSON in UTF-8")
-        except BadFrame as exc:
-            raise Refusal("bad_frame", f'the body must be a JSON object {{"op", "args"}}: {exc}')
-        if "op" not in frame:
-            raise Refusal("bad_frame", 'a command needs an op: {"op": ..., "args": {...}}')
         key = (host.room_id, user)
         if self._inflight.get(key, 0) >= self.deps.limits.max_inflight_per_session:
             raise Refusal("rate_limited", "too many commands of this user in flight",
                           headers=[("Retry-After", "1")])  # fmt: skip
+        body = await conn.read_body()  # only now: the caller and the route are known
+        frame = self._command_frame(body, call.attempt)
         viewer = rules.Viewer(user, role)
         seen: list[dict[str, Any]] = []
 
@@ -537,6 +598,25 @@ class Api:
         if seen:
             answer = {**answer, "patch": seen[0]}
         conn.respond(200, json_body(answer), headers=cors)
+
+    @staticmethod
+    def _command_frame(body: bytes, attempt: Attempt) -> dict[str, Any]:
+        """The body as a command frame; a malformed one is a refused request
+        (it counts against the address, as a body over its bounds does)."""
+        try:
+            frame = JSON.decode(body.decode("utf-8"))
+            if "op" not in frame:
+                raise Refusal("bad_frame", 'a command needs an op: {"op": ..., "args": {...}}')
+        except UnicodeDecodeError:
+            attempt.failed()
+            raise Refusal("bad_frame", "the body must be JSON in UTF-8")
+        except BadFrame as exc:
+            attempt.failed()
+            raise Refusal("bad_frame", f'the body must be a JSON object {{"op", "args"}}: {exc}')
+        except Refusal:
+            attempt.failed()
+            raise
+        return frame
 
     async def _read(self, call: Call, build: Callable[[RoomCore, rules.Viewer], Any]) -> None:
         """Answer with `build(core, viewer)`, read in the room's queue (the

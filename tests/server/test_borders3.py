@@ -5,6 +5,7 @@ holds and failed on the code before the issue."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +15,168 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from rules.testing import SHEET
-from tests.helpers.server import Client, connect, create_table, running_server, server_thread
+from sync_server.core.limits import MAX_HTTP_REQUEST_PIECES
+from sync_server.core.ratelimit import RateSpec
+from sync_server.hosting.http1 import HttpConnection
+from tests.helpers.http import api, bearer
+from tests.helpers.server import (
+    WAIT,
+    Client,
+    connect,
+    create_table,
+    running_server,
+    server_thread,
+)
+
+# --- 1. every request bounded before it costs ------------------------------------
+
+
+async def raw_request(port: int, head: bytes, body: bytes = b"", *, expect: bool = False) -> bytes:
+    """One request on a plain socket, written as given (its chunks and all);
+    the whole answer. With `expect`, the body waits for a `100 Continue`
+    (or the final answer, which then comes without it)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(head)
+        await writer.drain()
+        answer = b""
+        if expect:
+            async with asyncio.timeout(WAIT):
+                answer = await reader.readuntil(b"\r\n\r\n")
+            if not answer.startswith(b"HTTP/1.1 100 "):
+                body = b""  # answered already: the body is never asked for
+        if body:
+            writer.write(body)
+            await writer.drain()
+        async with asyncio.timeout(WAIT):
+            return answer + await reader.read()
+    finally:
+        writer.close()
+
+
+def status_of(answer: bytes) -> int:
+    """The final status of an answer (after any `100 Continue`)."""
+    lines = [line for line in answer.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+    return int(lines[-1].split(b" ")[1])
+
+
+def head(method: str, path: str, token: str | None = None, **headers: str) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: x"]
+    if token is not None:
+        lines.append(f"Authorization: Bearer {token}")
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def one_byte_chunks(data: bytes) -> bytes:
+    return b"".join(b"1\r\n" + data[i : i + 1] + b"\r\n" for i in range(len(data))) + b"0\r\n\r\n"
+
+
+async def test_the_route_and_the_token_are_decided_before_any_body_is_read(tmp_path) -> None:
+    """Finding 1: the body was read whole before the route or the token
+    was looked at (`GET /api/x` with a 64 KiB body in one-byte chunks: 430
+    ms of the event loop, then a 404). Now a request whose head is refused
+    is answered from its head alone, its body never read: an unknown route
+    with a chunked body announced and never sent gets its 404, a bad token
+    with a body of 60,000 bytes announced gets its 401, and a client that
+    waits for `100 Continue` gets the refusal instead (the body is asked
+    for only once the caller is known)."""
+    async with running_server(tmp_path) as srv:
+        t = await create_table(srv.url)
+        path = f"/api/v1/rooms/{t.room}/commands"
+        answer = await raw_request(srv.port, head("GET", "/api/x", Transfer_Encoding="chunked"))
+        assert status_of(answer) == 404
+        bad = head("POST", path, "x" * 43, Content_Length="60000")
+        assert status_of(await raw_request(srv.port, bad)) == 401
+        body = b'{"op": "update_room", "args": {"name": "continued"}}'
+        waits = {"Content_Length": str(len(body)), "Expect": "100-continue"}
+        answer = await raw_request(
+            srv.port, head("POST", path, "x" * 43, **waits), body, expect=True
+        )
+        assert not answer.startswith(b"HTTP/1.1 100 ") and status_of(answer) == 401
+        good = head("POST", path, t.tokens["gm"], **waits)
+        answer = await raw_request(srv.port, good, body, expect=True)
+        assert answer.startswith(b"HTTP/1.1 100 ") and status_of(answer) == 200
+
+
+async def test_a_body_in_too_many_pieces_is_refused_unread_past_the_bound(tmp_path) -> None:
+    """Finding 1: each chunk of a body costs the parser its time whatever
+    its size. A command's body in one-byte chunks (a few hundred of them,
+    far under the byte bound) is refused with 413 once it passes
+    MAX_HTTP_REQUEST_PIECES, and the command never runs; the same body in
+    one piece is a command."""
+    async with running_server(tmp_path) as srv:
+        t = await create_table(srv.url)
+        path = f"/api/v1/rooms/{t.room}/commands"
+        body = json.dumps({"op": "update_room", "args": {"name": "chunks"}}).encode() + b" " * 300
+        assert len(body) > MAX_HTTP_REQUEST_PIECES
+        chunked = head("POST", path, t.tokens["gm"], Transfer_Encoding="chunked")
+        answer = await raw_request(srv.port, chunked + one_byte_chunks(body))
+        assert status_of(answer) == 413 and b"pieces" in answer
+        whole = head("POST", path, t.tokens["gm"], Content_Length=str(len(body)))
+        assert status_of(await raw_request(srv.port, whole + body)) == 200
+        gm = await t.connect("gm")
+        assert gm.state["name"] == "chunks"
+        assert gm.v == 7  # create_table's six commands, and the one in one piece
+        await gm.close()
+
+
+async def test_a_head_in_too_many_pieces_is_refused(tmp_path) -> None:
+    """Finding 1, the head: each read costs the parser a call, so a head
+    dribbled one byte per read is refused once it passes the bound (a
+    request line to the door likewise), whatever its size."""
+    answered: list[bytes] = []
+
+    class Transport(asyncio.Transport):
+        def write(self, data: Any) -> None:
+            answered.append(bytes(data))
+
+        def close(self) -> None:
+            answered.append(b"<closed>")
+
+        def is_closing(self) -> bool:
+            return bool(answered) and answered[-1] == b"<closed>"
+
+        def get_extra_info(self, name: str, default: Any = None) -> Any:
+            return ("127.0.0.1", 1) if name == "peername" else default
+
+        def get_write_buffer_size(self) -> int:
+            return 0
+
+        def pause_reading(self) -> None:
+            pass
+
+    async def handler(request: Any, conn: Any) -> None:
+        raise AssertionError("the handler never gets a head that came in too many pieces")
+
+    refused: list[Any] = []
+    conn = HttpConnection(handler, on_refused=refused.append)
+    conn.connection_made(Transport())
+    request = head("GET", "/api/v1/openapi.json", X_Padding="p" * 1000)
+    for byte in request[: MAX_HTTP_REQUEST_PIECES + 1]:
+        conn.data_received(bytes([byte]))
+    assert b"".join(answered).startswith(b"HTTP/1.1 400 ") and answered[-1] == b"<closed>"
+    assert refused == [conn]  # counted against its address
+
+
+async def test_every_refused_request_counts_against_its_address(tmp_path) -> None:
+    """Finding 1: only a bad token counted against the address; a 404 (or
+    a 405, a refused origin, a malformed head) counted against nothing, so
+    a stalling client could send them for ever. Now every request refused
+    before it reaches a room takes one failed attempt of its address, as a
+    refused hello does: past the allowance, even a good token from that
+    address is turned away (429) until it refills."""
+    async with running_server(tmp_path, hello_failure_rate=RateSpec.parse("0.01/3"),
+                              hello_penalty_seconds=0.0) as srv:  # fmt: skip
+        t = await create_table(srv.url)
+        async with api(srv.http_url) as c:
+            assert (await c.get("/api/v1/nope")).status_code == 404
+            assert (await c.delete(f"/api/v1/rooms/{t.room}")).status_code == 405
+            bad = await raw_request(srv.port, b"GET /api/v1/openapi.json HTTP/1.1\r\n\r\n")
+            assert status_of(bad) == 400  # no Host: h11 refuses the head
+            r = await c.get(f"/api/v1/rooms/{t.room}", headers=bearer(t.tokens["gm"]))
+            assert r.status_code == 429 and r.headers["retry-after"] == "1"
+
 
 # --- 3. a player's resync snapshot carries their own affordances ----------------
 
