@@ -47,6 +47,7 @@ from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.limits import (
     HISTORY_DEFAULT_LIMIT,
     MAX_CMD_ID_LENGTH,
+    MAX_INT,
 )
 from sync_server.core.ratelimit import TokenBucket, reply_cost
 from sync_server.core.room import CommandIn, JoinRefused, RoomCore
@@ -179,6 +180,22 @@ def unauthenticated() -> Refusal:
         "bad token or room: send 'Authorization: Bearer TOKEN' with this room's token",
         headers=[("WWW-Authenticate", 'Bearer realm="vtt-sync"')],
     )
+
+
+def whole_number(raw: str, what: str, low: int, high: int) -> int:
+    """`raw` (a query parameter, a header) as a whole number from `low` to
+    `high`, else a 400 that says what is expected: the one parser of every
+    number the API reads. ASCII digits only (`str.isdigit` also takes "²"
+    and other digits `int` refuses: a 500 and a traceback), and no more of
+    them than `high` has (a 5,000-digit one is refused before `int` reads
+    it: past 4,300 digits it raises, and it costs its length squared)."""
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(high))):
+        raise Refusal("invalid_args", f"{what} must be a whole number from {low} to {high}")
+    value = int(text)
+    if not low <= value <= high:
+        raise Refusal("invalid_args", f"{what} must be a whole number from {low} to {high}")
+    return value
 
 
 def retry_after(bucket: TokenBucket) -> str:
@@ -649,9 +666,7 @@ class Api:
         params = urllib.parse.parse_qs(call.request.query)
         most = self.deps.limits.recent_patches_in_memory
         raw = (params.get("limit") or [str(HISTORY_DEFAULT_LIMIT)])[0]
-        if not raw.isdigit() or not 1 <= int(raw) <= most:
-            raise Refusal("invalid_args", f"limit must be an integer from 1 to {most}")
-        limit = int(raw)
+        limit = whole_number(raw, "limit", 1, most)
         await self._read(
             call,
             lambda core, viewer: {
@@ -673,11 +688,7 @@ class Api:
         if raw is None:
             given = urllib.parse.parse_qs(request.query).get("since")
             raw = given[0] if given else None
-        since = None
-        if raw is not None:
-            if not raw.strip().isdigit():
-                raise Refusal("bad_frame", "Last-Event-ID (or since) must be a version number")
-            since = int(raw.strip())
+        since = None if raw is None else whole_number(raw, "Last-Event-ID (or since)", 0, MAX_INT)
         deps = self.deps
         stream = EventStream(
             conn, user, deps.limits.outbox_max_bytes, deps.metrics.frames, self._too_slow

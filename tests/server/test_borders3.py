@@ -178,6 +178,38 @@ async def test_every_refused_request_counts_against_its_address(tmp_path) -> Non
             assert r.status_code == 429 and r.headers["retry-after"] == "1"
 
 
+# --- 5. every number read by one parser: 400, never 500 ---------------------------
+
+
+async def test_malformed_numbers_get_a_400_not_a_500(tmp_path) -> None:
+    """Finding 5: `history?limit=%C2%B2` and `Last-Event-ID: \\xb2` passed
+    `str.isdigit` and failed `int` (500, a traceback in the log), and a
+    5,000-digit `Last-Event-ID` too. Every number the API reads goes
+    through one parser that answers 400 saying what is expected; good ones
+    still work."""
+    async with running_server(tmp_path) as srv:
+        t = await create_table(srv.url)
+        room, token = t.room, t.tokens["gm"]
+        history = f"/api/v1/rooms/{room}/history"
+        stream = f"/api/v1/rooms/{room}/events"
+        bad = [
+            head("GET", f"{history}?limit=%C2%B2", token),
+            head("GET", f"{history}?limit={'9' * 5000}", token),
+            head("GET", f"{history}?limit=-1", token),
+            head("GET", f"{stream}?since=%C2%B2", token),
+            head("GET", f"{stream}?since={'1' * 5000}", token),
+            head("GET", stream, token, Last_Event_ID="1" * 5000),
+            head("GET", stream, token).replace(b"\r\n\r\n", b"\r\nLast-Event-ID: \xb2\r\n\r\n"),
+        ]
+        for request in bad:
+            answer = await raw_request(srv.port, request)
+            assert status_of(answer) == 400, (request, answer)
+            assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["code"] == "invalid_args"
+        async with api(srv.http_url) as c:
+            r = await c.get(f"{history}?limit=2", headers=bearer(token))
+            assert r.status_code == 200 and len(r.json()["history"]) == 2
+
+
 # --- 3. a player's resync snapshot carries their own affordances ----------------
 
 
