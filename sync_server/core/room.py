@@ -90,6 +90,19 @@ class CommandIn:
     op: Any
     args: Any
     expect: Any = NO_EXPECT
+    # Its id must name this very command (an HTTP Idempotency-Key): a retry
+    # that sends another command under an id already applied is refused
+    # (KEY_REUSED), not answered as the first. WebSocket commands keep the
+    # protocol's rule: a known id gets its first ack, whatever it carries.
+    same_command: bool = False
+
+
+# The outcome of a command whose id (an HTTP Idempotency-Key) was applied
+# to another command: a `conflict` error, 422 at the HTTP door.
+KEY_REUSED = "key_reused"
+
+# A remembered command id's (version, result, stored at, command if kept).
+DedupValue = tuple[int, dict[str, Any], float | None, tuple[Any, Any, Any] | None]
 
 
 class ViewKey(NamedTuple):
@@ -410,10 +423,12 @@ class RoomCore:
             self.limits.recent_patches_in_memory,
             ((p.v, (p.frame(), p.views, {})) for p in loaded.recent),
         )
-        # (user, id) -> (version, result, stored at): in version order, so
-        # `commit` trims the window (count and age) off the front.
-        self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any], float | None]] = (
-            OrderedDict(((d.user, d.cmd_id), (d.v, d.result, d.ts)) for d in loaded.dedup)
+        # (user, id) -> (version, result, stored at, the command): in version
+        # order, so `commit` trims the window (count and age) off the front.
+        # The command (op, args, expect) is kept only for those sent with
+        # `same_command` (HTTP), while this core lives: None otherwise.
+        self.dedup: OrderedDict[tuple[str, str], DedupValue] = OrderedDict(
+            ((d.user, d.cmd_id), (d.v, d.result, d.ts, None)) for d in loaded.dedup
         )
         # Bumped when a user's sessions must end (token rotated, user
         # removed): sessions opened under an older epoch may not send
@@ -604,7 +619,7 @@ class RoomCore:
         oldest = self.wall_clock() - self.limits.dedup_window_seconds
         dedup = self.dedup
         while dedup:
-            v, _, ts = next(iter(dedup.values()))
+            v, _, ts, _ = next(iter(dedup.values()))
             if v > first_v and (ts is None or ts >= oldest):
                 break
             dedup.popitem(last=False)
@@ -650,9 +665,19 @@ class RoomCore:
         entry = self.dedup.get(key)
         if entry is None and key in self._known:
             old = self._known[key]
-            entry = (old.v, old.result, old.ts)
+            entry = (old.v, old.result, old.ts, None)
         if entry is not None:
-            v, result, _ = entry
+            v, result, _, sent = entry
+            if c.same_command and sent is not None and sent != (c.op, c.args, c.expect):
+                return Decision(
+                    protocol.error(
+                        "conflict",
+                        f"the id {c.cmd_id!r} was used for another command ({sent[0]}, version "
+                        f"{v}): a new command needs a new id",
+                        c.cmd_id,
+                    ),
+                    KEY_REUSED,
+                )
             result = dict(result)
             remembered = self.recent_tokens.recall((self.room_id, c.actor.user, c.cmd_id))
             if remembered is None:  # a retry within the batch that issued it
@@ -868,7 +893,8 @@ class RoomCore:
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
         self.undo, self.afford = undo_after, afford
-        self.dedup[key] = (v, result, record.ts)
+        sent = (c.op, c.args, c.expect) if c.same_command else None
+        self.dedup[key] = (v, result, record.ts, sent)
         batch.records.append(record)
         batch.patches.append((patch, view))
         batch.dedup_keys.append(key)

@@ -50,7 +50,7 @@ from sync_server.core.limits import (
     MAX_INT,
 )
 from sync_server.core.ratelimit import TokenBucket, reply_cost
-from sync_server.core.room import CommandIn, JoinRefused, RoomCore
+from sync_server.core.room import KEY_REUSED, CommandIn, JoinRefused, RoomCore
 from sync_server.hosting.bus import Message
 from sync_server.hosting.http1 import BodyRefused, HttpConnection, HttpRequest, json_body
 from sync_server.hosting.room_host import RoomHost
@@ -564,7 +564,11 @@ class Api:
         if cmd_id is None:
             cmd_id = f"http-{secrets.token_hex(8)}"
         elif not 1 <= len(cmd_id) <= MAX_CMD_ID_LENGTH:
-            raise Refusal("bad_frame", f"Idempotency-Key: 1 to {MAX_CMD_ID_LENGTH} characters")
+            raise Refusal(
+                "bad_frame",
+                f"Idempotency-Key must be 1 to {MAX_CMD_ID_LENGTH} characters"
+                + (" (it is empty: leave the header out for a new command)" if not cmd_id else ""),
+            )
         key = (host.room_id, user)
         if self._inflight.get(key, 0) >= self.deps.limits.max_inflight_per_session:
             raise Refusal("rate_limited", "too many commands of this user in flight",
@@ -600,16 +604,18 @@ class Api:
             op=frame["op"],
             args=frame.get("args", {}),
             expect=frame.get("expect", NO_EXPECT),
+            same_command=True,  # a key reused for another command: 422, not its first answer
         )
         self._inflight[key] = self._inflight.get(key, 0) + 1
+        item = Command(command, reply, done, self.deps.clock.monotonic(), patch_to)
         try:
-            host.submit(Command(command, reply, done, self.deps.clock.monotonic(), patch_to))
+            host.submit(item)
         except RoomClosed:
             done()
             raise self._gone(host)
         answer = await fut
         if answer["t"] == "error":
-            status = STATUS.get(answer["code"], 500)
+            status = 422 if item.outcome == KEY_REUSED else STATUS.get(answer["code"], 500)
             conn.respond(status, json_body(answer), headers=cors)
             return
         if seen:

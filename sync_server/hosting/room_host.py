@@ -483,6 +483,7 @@ class RoomHost:
 
     def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
         try:
+            item.outcome = outcome
             item.reply(frame)
             services = self.services
             services.metrics.command(item.op, outcome, services.clock.monotonic() - item.received)

@@ -210,6 +210,47 @@ async def test_malformed_numbers_get_a_400_not_a_500(tmp_path) -> None:
             assert r.status_code == 200 and len(r.json()["history"]) == 2
 
 
+# --- 6. an Idempotency-Key names one command ----------------------------------------
+
+
+async def test_an_idempotency_key_reused_for_another_command_is_refused_422(tmp_path) -> None:
+    """Finding 6: `damage` then `heal` under the key `deck-1` answered the
+    heal 200 `dup: true`, and it never happened. Now the same key with the
+    same command is the first answer (dup), with another command 422 and
+    an error saying so, the room unchanged; a key whose command was refused
+    (nothing applied) is free for the next; an empty key is 400."""
+    async with running_server(tmp_path) as srv:
+        t = await create_table(srv.url)
+        npc = t.chars["c_npc"]
+        path = f"/api/v1/rooms/{t.room}/commands"
+        damage = {"op": "damage", "args": {"char": npc, "amount": 3}}
+        heal = {"op": "heal", "args": {"char": npc, "amount": 3}}
+        async with api(srv.http_url) as c:
+
+            async def post(body: dict[str, Any], key: str) -> Any:
+                headers = bearer(t.tokens["gm"], **{"Idempotency-Key": key})
+                return await c.post(path, json=body, headers=headers)
+
+            first = await post(damage, "deck-1")
+            assert first.status_code == 200
+            again = await post(damage, "deck-1")
+            assert again.status_code == 200 and again.json()["dup"] is True
+            assert again.json()["v"] == first.json()["v"]
+            other = await post(heal, "deck-1")
+            assert other.status_code == 422
+            error = other.json()
+            assert (error["t"], error["code"], error["id"]) == ("error", "conflict", "deck-1")
+            assert "another command" in error["message"] and "damage" in error["message"]
+            r = await c.get(f"/api/v1/rooms/{t.room}", headers=bearer(t.tokens["gm"]))
+            assert r.json()["v"] == first.json()["v"]  # the heal never happened
+            refused = await post({**heal, "expect": 0}, "deck-2")  # a conflict: nothing applied
+            assert refused.status_code == 409
+            assert (await post(heal, "deck-2")).status_code == 200  # the key is still free
+            assert (await post(heal, "")).status_code == 400
+            r = await c.get(f"/api/v1/rooms/{t.room}", headers=bearer(t.tokens["gm"]))
+            assert r.json()["v"] == first.json()["v"] + 1  # the damage, then deck-2's heal
+
+
 # --- 3. a player's resync snapshot carries their own affordances ----------------
 
 
