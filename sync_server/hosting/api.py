@@ -717,10 +717,12 @@ class Api:
         deps.metrics.sse_streams.set(len(self.streams))
         room = host.room_id
         try:
-            while not stream.closing and not conn.closed.done():
+            # Until the reader hangs up (its end of file: a clean close frees
+            # the slot at once, not at the next keepalive that fails).
+            while not stream.closing and not conn.hung_up.done():
                 with contextlib.suppress(TimeoutError):
                     async with deps.clock.timeout(deps.limits.ping_interval):
-                        await asyncio.shield(conn.closed)
+                        await asyncio.shield(conn.hung_up)
                 stream.keepalive()
         finally:
             self.streams.discard(stream)

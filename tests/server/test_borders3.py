@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from rules.testing import SHEET
-from sync_server.core.limits import MAX_HTTP_REQUEST_PIECES
+from sync_server.core.limits import MAX_CONNECTIONS_PER_USER, MAX_HTTP_REQUEST_PIECES
 from sync_server.core.ratelimit import RateSpec
 from sync_server.hosting.http1 import HttpConnection
 from tests.helpers.http import api, bearer
@@ -249,6 +249,34 @@ async def test_an_idempotency_key_reused_for_another_command_is_refused_422(tmp_
             assert (await post(heal, "")).status_code == 400
             r = await c.get(f"/api/v1/rooms/{t.room}", headers=bearer(t.tokens["gm"]))
             assert r.json()["v"] == first.json()["v"] + 1  # the damage, then deck-2's heal
+
+
+# --- 4. a stream closed cleanly frees its slot at once -------------------------------
+
+
+async def test_a_cleanly_closed_stream_frees_its_slot_at_once(tmp_path) -> None:
+    """Finding 4: a stream whose reader closed (end of file) stayed
+    half-open until a keepalive write failed, ~40 s: a bot reconnecting
+    16 times locked its user's WebSocket hello out (4429). Now the end of
+    file ends the stream: after 16 clean closes the user has no open
+    connection and their hello is welcomed."""
+    async with running_server(tmp_path) as srv:
+        t = await create_table(srv.url)
+        user = t.users["p1"]
+        stream = head("GET", f"/api/v1/rooms/{t.room}/events", t.tokens["p1"])
+        for _ in range(MAX_CONNECTIONS_PER_USER):
+            reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+            writer.write(stream)
+            async with asyncio.timeout(WAIT):
+                await reader.readuntil(b"event: snapshot")
+            writer.close()  # a clean close: its end of file reaches the server
+            await writer.wait_closed()
+        async with asyncio.timeout(WAIT):
+            while srv.registry.count(t.room, user):
+                await asyncio.sleep(0.01)
+        p1 = await t.connect("p1")  # not 4429: every slot is free
+        assert p1.user == user
+        await p1.close()
 
 
 # --- 3. a player's resync snapshot carries their own affordances ----------------
