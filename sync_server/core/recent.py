@@ -70,3 +70,15 @@ class RecentPatches(Generic[T]):
     def newest_first(self) -> Iterator[T]:
         for blob in reversed(self._blobs):
             yield pickle.loads(blob)
+
+    def newest_blobs(self) -> Iterator[bytes]:
+        """The blobs themselves, newest first: a reader of a long history
+        holds these (shared with the room's, no copy) and not what they
+        unpickle to, until it writes them (`load`)."""
+        return reversed(self._blobs)
+
+    @staticmethod
+    def load(blob: bytes) -> T:
+        """The item of one of `newest_blobs`."""
+        item: T = pickle.loads(blob)
+        return item

@@ -251,6 +251,17 @@ def afford_diff(
     return ops
 
 
+def history_entry(parts: RecentPatch, viewer: rules.Viewer | None) -> dict[str, Any] | None:
+    """One kept patch as the history lists it for `viewer` (its version,
+    sender and the events they may see), None when it has no event for them."""
+    patch = parts[0]
+    if viewer is not None and not viewer.sees_all:
+        patch = PatchView(*parts).render(viewer)
+    if not patch["events"]:
+        return None
+    return {"v": patch["v"], "by": patch["by"], "events": patch["events"]}
+
+
 @attrs.frozen
 class Decision:
     """What one evaluated command produces. `reply` goes to the sender only
@@ -1078,17 +1089,25 @@ class RoomCore:
         for `viewer`, oldest first, each with its version and sender: what
         a client's log shows. A viewer who does not see everything gets
         each patch's events as they may see them (as `patches_after` does)."""
-        out: list[dict[str, Any]] = []
-        for parts in self.recent.newest_first():
-            if len(out) >= limit:
+        load = self.recent.load
+        entries = (history_entry(load(blob), viewer) for blob in self.history_picks(limit, viewer))
+        return [e for e in entries if e is not None]
+
+    def history_picks(self, limit: int, viewer: rules.Viewer | None = None) -> list[bytes]:
+        """The versions `history` lists, oldest first, as the blobs the room
+        keeps of them (core/recent.py): what a reader of a long history
+        holds while its answer is written, slice by slice, each entry made
+        again then (`history_entry`): a blob is shared with the room and far
+        smaller than its entry (500 entries of a big room's century advances
+        were 26 MB of JSON, more as Python objects, per unread answer)."""
+        picked: list[bytes] = []
+        for blob in self.recent.newest_blobs():
+            if len(picked) >= limit:
                 break
-            patch = parts[0]
-            if viewer is not None and not viewer.sees_all:
-                patch = PatchView(*parts).render(viewer)
-            if patch["events"]:
-                out.append({"v": patch["v"], "by": patch["by"], "events": patch["events"]})
-        out.reverse()
-        return out
+            if history_entry(self.recent.load(blob), viewer) is not None:
+                picked.append(blob)
+        picked.reverse()
+        return picked
 
     def view(self, viewer: rules.Viewer | None, memo: Any = None) -> dict[str, Any]:
         """The state as `viewer` may see it, with what they may do now

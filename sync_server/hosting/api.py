@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import json
 import logging
 import math
 import secrets
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import attrs
@@ -50,9 +52,17 @@ from sync_server.core.limits import (
     MAX_INT,
 )
 from sync_server.core.ratelimit import TokenBucket, reply_cost
-from sync_server.core.room import KEY_REUSED, CommandIn, JoinRefused, RoomCore
+from sync_server.core.recent import RecentPatches
+from sync_server.core.room import KEY_REUSED, CommandIn, JoinRefused, RoomCore, history_entry
 from sync_server.hosting.bus import Message
-from sync_server.hosting.http1 import BodyRefused, HttpConnection, HttpRequest, json_body
+from sync_server.hosting.http1 import (
+    SLICE_BYTES,
+    BodyRefused,
+    HttpConnection,
+    HttpRequest,
+    json_body,
+)
+from sync_server.hosting.outbox import OutboxBudget
 from sync_server.hosting.room_host import RoomHost
 from sync_server.hosting.sessions import HelloGate, SessionDeps, request_bucket
 from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
@@ -217,14 +227,44 @@ def sse(event: str, data: bytes, event_id: int | None = None) -> bytes:
     return head + b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
 
 
+def history_slice(picks: list[bytes], start: int, viewer: rules.Viewer) -> tuple[bytes, int]:
+    """The history's entries from `picks[start]` on, as its JSON list's
+    items (a comma first unless `start` is 0), until the slice is
+    SLICE_BYTES or more: (its bytes, where the next starts). The slices
+    joined are exactly `json_body` of the whole list's items."""
+    pieces: list[bytes] = []
+    size, i = 0, start
+    while i < len(picks) and size < SLICE_BYTES:
+        entry = history_entry(RecentPatches.load(picks[i]), viewer)
+        encoded = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+        pieces.append(encoded)
+        size += len(encoded)
+        i += 1
+    return (b"," if start else b"") + b",".join(pieces), i
+
+
+def _history_slice_in(
+    picks: list[bytes], start: int, viewer: rules.Viewer, core: RoomCore
+) -> tuple[bytes, int]:
+    """`history_slice`, as a read of the room's queue (the core unused: the
+    queue is where its CPU is metered)."""
+    return history_slice(picks, start, viewer)
+
+
 class EventStream:
     """A viewer's patches as Server-Sent Events: a subscriber of the room
     bus (a `Sink`) and of the registry (a `Closable`), as a WebSocket
     session's outbox is. Each patch goes out as the JSON its WebSocket
     would carry (the very bytes, encoded once per view group), with its
-    version as the event id. What the reader has not taken yet is bounded
-    by the outbox's bound (`outbox_max_bytes`): past it, the stream is cut,
-    and the reader resumes with `Last-Event-ID`."""
+    version as the event id.
+
+    What its reader has not taken yet is bounded as a WebSocket reader's
+    is: by the outbox's bound (`outbox_max_bytes`), by the outbox budget of
+    its room and of the server (outbox.py: it is one of the readers the
+    budget counts and drops, the slowest first), and in time: a reader that
+    took nothing of what it holds between two keepalives (`ping_interval`)
+    is cut, as a WebSocket that does not answer its pings is. Cut, it
+    resumes with `Last-Event-ID` (1013, logged with the reason)."""
 
     codec = JSON
 
@@ -234,10 +274,14 @@ class EventStream:
         user: str,
         max_bytes: int,
         on_sent: Callable[[int], None],
-        on_too_slow: Callable[[EventStream], None],
+        on_too_slow: Callable[[EventStream, str], None],
+        budget: OutboxBudget | None = None,
+        room: str | None = None,
     ) -> None:
         self.conn = conn
         self.user = user
+        self.room = room
+        self.budget = budget
         self.viewer: Any = None
         self.max_bytes = max_bytes
         self.closing = False
@@ -248,24 +292,46 @@ class EventStream:
         # A snapshot of its view is on its way (a patch's views were capped,
         # bus.Message.admit): the patches until then are covered by it.
         self.stale = False
+        # What it held at the last keepalive, and wrote since: what its
+        # reader took meanwhile (`keepalive`).
+        self._held_then = 0
+        self._written = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes written for its reader and not yet taken (the budget's count)."""
+        return self.conn.buffered
 
     def _write(self, chunk: bytes) -> int:
         if self.closing:
             return 0
         if self.conn.buffered + len(chunk) > self.max_bytes:
-            # Too slow (1013): nothing more can be written, the close event
-            # neither; the connection goes with what it still buffers.
-            self.closing = True
-            self.close_code = protocol.CLOSE_TOO_SLOW
-            self.conn.abort()
-            self._on_too_slow(self)
+            # Too slow: nothing more can be written, the close event neither;
+            # the connection goes with what it still buffers.
+            self.drop(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with Last-Event-ID")
             return 0
         if not self._started:
             self._started = True
             self.conn.start_stream(EVENT_STREAM, [("X-Accel-Buffering", "no")])
         self.conn.write_data(chunk)
+        self._written += len(chunk)
         self._on_sent(1)
+        if self.budget is not None:
+            self.budget.held(self, self.conn.buffered)
         return len(chunk)
+
+    def drop(self, code: int, reason: str) -> None:
+        """Cut now (1013: too slow, or the send budget spent), what it
+        buffers freed: a close event would wait behind what the reader does
+        not take."""
+        if self.closing:
+            return
+        self.closing = True
+        self.close_code = code
+        if self.budget is not None:
+            self.budget.forget(self)
+        self.conn.cut(reason)
+        self._on_too_slow(self, reason)
 
     def send(self, frame: dict[str, Any]) -> int:
         """A frame for this stream only: the join's welcome (a snapshot
@@ -293,11 +359,20 @@ class EventStream:
             frame = message.frame_for(None, self.viewer)
             self._write(sse("snapshot", json_line(frame), frame.get("v")))
 
-    def keepalive(self) -> None:
-        """A comment line: keeps proxies from timing the stream out, and
-        finds a reader that is gone."""
-        if self._started and not self.closing:
-            self.conn.write_data(b": keepalive\n\n")
+    def keepalive(self, interval: float) -> None:
+        """Every `interval`: a reader that held bytes at the last one and
+        took none of them since is cut (the WebSocket's ping timeout);
+        else a comment line, which keeps proxies from timing the stream out
+        and finds a reader that is gone."""
+        if not self._started or self.closing:
+            return
+        now = self.conn.buffered
+        taken = self._held_then + self._written - now
+        if self._held_then and taken <= 0:
+            self.drop(protocol.CLOSE_TOO_SLOW, f"its reader took nothing for {interval:g} s")
+            return
+        self._held_then, self._written = now, 0
+        self._write(b": keepalive\n\n")
 
     def close_after(self, code: int, reason: str) -> None:
         """A last `close` event (the WebSocket close code and reason), then
@@ -341,6 +416,7 @@ class Api:
             tasks=self.tasks,
             stall=self.deps.limits.ping_timeout,
             on_refused=self._refused_head,
+            budget=self.deps.outbox_budget,
         )
         self.connections.add(conn)
         conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
@@ -642,17 +718,17 @@ class Api:
         return frame
 
     async def _read(self, call: Call, build: Callable[[RoomCore, rules.Viewer], Any]) -> None:
-        """Answer with `build(core, viewer)`, read in the room's queue (the
-        room as stored); its size is charged like a sync reply's."""
+        """Answer with `build(core, viewer)`, read and encoded in the room's
+        queue (the room as stored; its CPU the room's share, share.py); its
+        size is charged like a sync reply's."""
 
-        def read(core: RoomCore) -> Any:
+        def read(core: RoomCore) -> bytes | None:
             viewer = core.viewer(call.user)
-            return None if viewer is None else build(core, viewer)
+            return None if viewer is None else json_body(build(core, viewer))
 
-        found = await self._query(call.host, read)
-        if found is None:  # removed from the room meanwhile
+        body = await self._query(call.host, read)
+        if body is None:  # removed from the room meanwhile
             raise unauthenticated()
-        body = json_body(found)
         self._charge(call.bucket, len(body))
         call.conn.respond(200, body, headers=call.cors)
 
@@ -673,14 +749,33 @@ class Api:
         most = self.deps.limits.recent_patches_in_memory
         raw = (params.get("limit") or [str(HISTORY_DEFAULT_LIMIT)])[0]
         limit = whole_number(raw, "limit", 1, most)
-        await self._read(
-            call,
-            lambda core, viewer: {
-                "room": core.room_id,
-                "v": core.v,
-                "history": core.history(limit, viewer),
-            },
-        )
+
+        def pick(core: RoomCore) -> tuple[rules.Viewer, bytes, list[bytes]] | None:
+            viewer = core.viewer(call.user)
+            if viewer is None:
+                return None
+            head = json_body({"room": core.room_id, "v": core.v})[:-2] + b',"history":['
+            return viewer, head, core.history_picks(limit, viewer)
+
+        found = await self._query(call.host, pick)
+        if found is None:  # removed from the room meanwhile
+            raise unauthenticated()
+        viewer, head, picks = found
+
+        async def slices() -> AsyncIterator[bytes]:
+            # Each slice made in the room's queue: its CPU is the room's
+            # share, and the next one waits for the reader (http1.send).
+            yield head
+            done = 0
+            while done < len(picks):
+                piece, done = await self._query(
+                    call.host, functools.partial(_history_slice_in, picks, done, viewer)
+                )
+                self._charge(call.bucket, len(piece))
+                yield piece
+            yield b"]}\n"
+
+        await call.conn.send(200, slices(), headers=call.cors)
 
     async def _events(self, call: Call) -> None:
         request, conn, host, user, bucket = (
@@ -697,7 +792,13 @@ class Api:
         since = None if raw is None else whole_number(raw, "Last-Event-ID (or since)", 0, MAX_INT)
         deps = self.deps
         stream = EventStream(
-            conn, user, deps.limits.outbox_max_bytes, deps.metrics.frames, self._too_slow
+            conn,
+            user,
+            deps.limits.outbox_max_bytes,
+            deps.metrics.frames,
+            self._too_slow,
+            deps.outbox_budget,
+            host.room_id,
         )
         fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
 
@@ -723,9 +824,11 @@ class Api:
                 with contextlib.suppress(TimeoutError):
                     async with deps.clock.timeout(deps.limits.ping_interval):
                         await asyncio.shield(conn.hung_up)
-                stream.keepalive()
+                stream.keepalive(deps.limits.ping_interval)
         finally:
             self.streams.discard(stream)
+            if stream.budget is not None:
+                stream.budget.forget(stream)
             deps.metrics.sse_streams.set(len(self.streams))
             deps.bus.unsubscribe(room, stream)
             deps.registry.remove(room, stream)
@@ -733,6 +836,6 @@ class Api:
             if not stream.closing:
                 stream.close_after(protocol.CLOSE_SHUTDOWN, "stream ended")
 
-    def _too_slow(self, stream: EventStream) -> None:
+    def _too_slow(self, stream: EventStream, reason: str) -> None:
         self.deps.metrics.slow_closes.inc()
-        log.info("%s's event stream closed, too slow to read (1013)", stream.user)
+        log.info("%s's event stream cut (1013): %s", stream.user, reason)

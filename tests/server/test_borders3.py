@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +18,9 @@ from hypothesis import strategies as st
 from rules.testing import SHEET
 from sync_server.core.limits import MAX_CONNECTIONS_PER_USER, MAX_HTTP_REQUEST_PIECES
 from sync_server.core.ratelimit import RateSpec
-from sync_server.hosting.http1 import HttpConnection
+from sync_server.hosting import api as api_module
+from sync_server.hosting.http1 import HttpConnection, json_body
+from sync_server.hosting.outbox import OutboxBudget
 from tests.helpers.http import api, bearer
 from tests.helpers.server import (
     WAIT,
@@ -277,6 +280,156 @@ async def test_a_cleanly_closed_stream_frees_its_slot_at_once(tmp_path) -> None:
         p1 = await t.connect("p1")  # not 4429: every slot is free
         assert p1.user == user
         await p1.close()
+
+
+# --- 2. streams and answers in the outbox budget ---------------------------------
+
+
+async def stalled_reader(port: int, request: bytes) -> socket.socket:
+    """A socket that sent `request` and reads nothing (a tiny receive buffer)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    loop = asyncio.get_running_loop()
+    await loop.sock_connect(sock, ("127.0.0.1", port))
+    await loop.sock_sendall(sock, request)
+    return sock
+
+
+async def test_event_streams_that_read_nothing_hold_at_most_the_room_budget(tmp_path) -> None:
+    """Finding 2: event streams kept only their own 8 MiB bound, outside the
+    outbox budget: 128 streams that never read took RSS from 46 to 695 MiB
+    (128 WebSockets: 57 MiB). A stream is one of the readers the budget
+    counts: past the room's budget the slowest are cut (1013), what the
+    streams hold stays within it, and the room is served on."""
+    budget = 256 * 1024
+    limits = {"outbox_max_bytes": 8 * budget, "outbox_room_max_bytes": budget}
+    async with running_server(tmp_path, rate=None, **limits) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        stream = head("GET", f"/api/v1/rooms/{t.room}/events", t.tokens["obs"])
+        socks = [await stalled_reader(srv.port, stream) for _ in range(4)]
+        async with asyncio.timeout(WAIT):
+            while srv.metrics.sse_streams._value.get() < len(socks):
+                await asyncio.sleep(0.01)
+        name = "n" * 90  # and a number: a patch of ~200 bytes
+        sent = 0
+        async with asyncio.timeout(6 * WAIT):
+            while srv.outbox_budget.dropped < 1:
+                futs = [await gm.submit("update_room", {"name": f"{name}{i}"})
+                        for i in range(sent, sent + 50)]  # fmt: skip
+                sent += 50
+                await asyncio.gather(*futs)
+        assert srv.outbox_budget.total <= budget
+        assert srv.metrics.slow_closes._value.get() >= 1  # cut as a slow reader, 1013
+        assert (await gm.ok("update_room", {"name": "served"}))["t"] == "ack"
+        for sock in socks:
+            sock.close()
+        await gm.close()
+
+
+class StuckTransport(asyncio.Transport):
+    """A transport whose peer takes nothing: every byte written stays in its
+    buffer (a socket's kernel buffers, ~2.8 MB on loopback here, are what a
+    real reader that stops reading fills first; this is what comes after)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.aborted = False
+        self.closing = False
+
+    def write(self, data: Any) -> None:
+        self.written += data
+
+    def get_write_buffer_size(self) -> int:
+        return 0 if self.aborted else len(self.written)
+
+    def close(self) -> None:
+        self.closing = True
+
+    def abort(self) -> None:
+        self.aborted = self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def test_http_answers_count_in_the_budget_and_unread_ones_are_cut() -> None:
+    """Finding 2: thirty unread `history` answers held 26 MB each (RSS 148
+    to 991 MiB), kept after their sockets closed, outside any budget. An
+    answer's bytes not yet taken count in the outbox budget under its room:
+    past it the answers holding the most are cut (their memory freed); and
+    an answer its reader takes nothing of for the stall bound (the
+    WebSocket's ping timeout) is cut, where asyncio would wait for ever to
+    finish writing it."""
+
+    async def handler(request: Any, conn: Any) -> None:
+        pass
+
+    budget = OutboxBudget(total_max=10**9, room_max=64 * 1024)
+    conns = []
+    for size in (30_000, 40_000, 20_000):
+        conn = HttpConnection(handler, budget=budget, stall=0.2)
+        conn.connection_made(StuckTransport())
+        conn.room = "r1"
+        conn.respond(200, b"x" * size)
+        conns.append(conn)
+    transports = [c.transport for c in conns]
+    assert budget.dropped == 1 and budget.rooms["r1"] <= 64 * 1024
+    assert [t.aborted for t in transports] == [False, True, False]  # the biggest went
+    assert conns[1].cut_reason is not None and "budget" in conns[1].cut_reason
+    async with asyncio.timeout(WAIT):  # the others: cut once stalled for 0.2 s
+        while not all(t.aborted for t in transports):
+            await asyncio.sleep(0.05)
+    assert "took nothing" in (conns[0].cut_reason or "")
+    for conn in conns:
+        conn.connection_lost(None)
+    assert budget.total == 0
+
+
+async def test_a_history_answer_is_made_in_slices_in_the_rooms_queue(tmp_path, monkeypatch) -> None:
+    """Finding 2: a `history?limit=500` answer (26 MB) was encoded in one
+    call on the loop (~470 ms), outside the room's CPU share. It is now
+    written in slices, each made in the room's queue (its CPU the room's
+    share) when the reader has taken the previous one; the bytes are those
+    of the whole answer."""
+    made_in_queue: list[bool] = []
+    real = api_module.history_slice
+
+    def spy(picks: list[bytes], start: int, viewer: Any) -> tuple[bytes, int]:
+        host = srv.rooms.hosts[t.room]
+        made_in_queue.append(host._busy)
+        return real(picks, start, viewer)
+
+    monkeypatch.setattr(api_module, "history_slice", spy)
+    monkeypatch.setattr(api_module, "SLICE_BYTES", 2048)
+    async with running_server(tmp_path, rate=None) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        for i in range(60):  # each with events: the history's entries
+            await gm.ok("damage" if i % 2 else "heal", {"char": t.chars["c_npc"], "amount": 1})
+        host = srv.rooms.hosts[t.room]
+        for who in ("gm", "p1"):
+            viewer = host.core.viewer(t.users[who])
+            whole = json_body(
+                {"room": t.room, "v": host.v, "history": host.core.history(50, viewer)}
+            )
+            async with api(srv.http_url) as c:
+                r = await c.get(f"/api/v1/rooms/{t.room}/history?limit=50",
+                                headers=bearer(t.tokens[who]))  # fmt: skip
+            assert r.status_code == 200 and r.content == whole
+        assert len(made_in_queue) > 2 and all(made_in_queue)
+        await gm.close()
 
 
 # --- 3. a player's resync snapshot carries their own affordances ----------------
