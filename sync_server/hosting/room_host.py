@@ -41,7 +41,6 @@ from rules.view import new_memo
 from sync_server.cluster.leases import Leases, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
 from sync_server.core.limits import (
-    OFF_LOOP_SWITCH_SECONDS,
     ROOM_MAX_PAUSE_SECONDS,
     ROOM_SHARE_WINDOW_SECONDS,
     Limits,
@@ -64,11 +63,11 @@ from sync_server.hosting.bus import Message, RoomBus
 from sync_server.hosting.clock import Clock, SystemClock
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.share import (
+    OFF_LOOP_SWITCH,
     LoopShare,
     Metered,
     OpCosts,
     RoomMeter,
-    SwitchInterval,
     metered_call,
 )
 from sync_server.hosting.work import (
@@ -90,9 +89,6 @@ from sync_server.storage import DedupEntry, Storage, StorageError, VersionConfli
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
-
-# Shortened while any room's command is evaluated in a thread (share.py).
-OFF_LOOP_SWITCH = SwitchInterval(OFF_LOOP_SWITCH_SECONDS)
 
 
 @attrs.frozen
