@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from client_stub.events import EventText, Names
 from rules.testing import SHEET
 from sync_server.core.limits import MAX_CONNECTIONS_PER_USER, MAX_HTTP_REQUEST_PIECES
 from sync_server.core.ratelimit import RateSpec
@@ -534,6 +535,53 @@ async def test_a_new_rooms_import_is_stored_in_slices(tmp_path, monkeypatch) -> 
         assert left == 0
         await admin.close()
         await gm.close()
+
+
+# --- 8. event texts name nothing a viewer may not see -----------------------------
+
+
+async def test_players_event_texts_name_no_hidden_action_nor_a_raw_id(tmp_path) -> None:
+    """Finding 8: an undo of the GM's queued dice read "Undid: queued dice
+    by Maya" for players (the queue is the GM's secret), and a removed
+    `status` NPC's events read with its raw id ("c6 leaves the table") on a
+    page that never saw its name. A player's undo event of a version they
+    saw nothing of names no op; a status character's `character` events
+    say its change and its name (its status shows the name); and a page
+    reading the log learns names from them."""
+    async with running_server(tmp_path) as srv:
+        t = await create_table(srv.url)
+        gm, p1 = await t.connect("gm"), await t.connect("p1")
+        await gm.ok("queue_rolls", {"rolls": [15, 4]})
+        undo = await gm.ok("undo")
+        await p1.wait_v(undo["v"])
+        (event,) = p1.patches[-1]["events"]
+        assert event["kind"] == "undo" and "op" not in event
+        text = EventText(Names())
+        text.names.update(p1.state)
+        said = text.sentence(event)
+        assert "dice" not in said and "queue" not in said and "Maya" in said, said
+        (gm_event,) = gm.patches[-1]["events"]  # the GM still reads what it undid
+        assert gm_event["op"] == "queue_rolls"
+        args = {**SHEET, "name": "Gob the Green", "shown": "status"}
+        npc = (await gm.ok("add_character", args))["result"]["char"]
+        await gm.ok("damage", {"char": npc, "amount": 1000})
+        gone = await gm.ok("remove_character", {"char": npc})
+        await p1.wait_v(gone["v"])
+        removed = [e for e in p1.patches[-1]["events"] if e["kind"] == "character"]
+        assert removed == [{"kind": "character", "char": npc, "change": "removed",
+                            "name": "Gob the Green"}]  # fmt: skip
+        # a page that loads now: the log, no name of Gob known from any state
+        late = EventText(Names())
+        async with api(srv.http_url) as c:
+            r = await c.get(f"/api/v1/rooms/{t.room}/history?limit=5",
+                            headers=bearer(t.tokens["p1"]))  # fmt: skip
+        entries = r.json()["history"]
+        events = [late.complete(e, None) for entry in entries for e in entry["events"]]
+        sentences = [late.sentence(e) for e in events if e.get("char") == npc]
+        assert sentences and all("Gob the Green" in s for s in sentences), sentences
+        assert [s for s in sentences if npc in s] == [f"Gob the Green joins the table (id {npc})"]
+        await gm.close()
+        await p1.close()
 
 
 # --- 3. a player's resync snapshot carries their own affordances ----------------
