@@ -243,6 +243,13 @@ def history_slice(picks: list[bytes], start: int, viewer: rules.Viewer) -> tuple
     return (b"," if start else b"") + b",".join(pieces), i
 
 
+def _history_scan_in(
+    v: int, want: int, viewer: rules.Viewer, core: RoomCore
+) -> tuple[list[bytes], int | None]:
+    """One step of `RoomCore.history_scan`, as a read of the room's queue."""
+    return core.history_scan(v, want, viewer, SLICE_BYTES)
+
+
 def _history_slice_in(
     picks: list[bytes], start: int, viewer: rules.Viewer, core: RoomCore
 ) -> tuple[bytes, int]:
@@ -750,17 +757,27 @@ class Api:
         raw = (params.get("limit") or [str(HISTORY_DEFAULT_LIMIT)])[0]
         limit = whole_number(raw, "limit", 1, most)
 
-        def pick(core: RoomCore) -> tuple[rules.Viewer, bytes, list[bytes]] | None:
+        def start(core: RoomCore) -> tuple[rules.Viewer, bytes, int] | None:
             viewer = core.viewer(call.user)
             if viewer is None:
                 return None
             head = json_body({"room": core.room_id, "v": core.v})[:-2] + b',"history":['
-            return viewer, head, core.history_picks(limit, viewer)
+            return viewer, head, core.v
 
-        found = await self._query(call.host, pick)
+        found = await self._query(call.host, start)
         if found is None:  # removed from the room meanwhile
             raise unauthenticated()
-        viewer, head, picks = found
+        viewer, head, at = found
+        # The versions it lists, picked in steps of the room's queue (each
+        # looks at ~64 KiB of kept patches): between them, the room's share
+        # of the CPU lets the other rooms' work in.
+        picks: list[bytes] = []
+        v: int | None = at
+        while v is not None and len(picks) < limit:
+            step = functools.partial(_history_scan_in, v, limit - len(picks), viewer)
+            found_step, v = await self._query(call.host, step)
+            picks += found_step
+        picks.reverse()
 
         async def slices() -> AsyncIterator[bytes]:
             # Each slice made in the room's queue: its CPU is the room's
