@@ -530,6 +530,12 @@ class HttpConnection(asyncio.Protocol):
         except h11.LocalProtocolError:
             self.abort()
             return
+        except BaseException:
+            # Its status is sent: a failure halfway (the room deleted, the
+            # server stopping) leaves the answer unfinished, which the
+            # reader sees (no last chunk), never a whole-looking one.
+            self.abort()
+            raise
         self._close()
 
     async def _room_for_more(self) -> bool:

@@ -404,6 +404,26 @@ async def test_http_answers_count_in_the_budget_and_unread_ones_are_cut() -> Non
     assert budget.total == 0
 
 
+async def test_an_answer_that_fails_halfway_is_cut_never_whole_looking() -> None:
+    """An answer written in slices has sent its status: a failure between
+    two slices (its room deleted meanwhile) cuts the connection, so the
+    reader sees an unfinished answer (no last chunk), not a short whole one."""
+
+    async def handler(request: Any, conn: Any) -> None:
+        pass
+
+    async def slices() -> Any:
+        yield b'{"history":['
+        raise RuntimeError("the room was deleted")
+
+    conn = HttpConnection(handler)
+    transport = StuckTransport()
+    conn.connection_made(transport)
+    with pytest.raises(RuntimeError):
+        await conn.send(200, slices())
+    assert transport.aborted and not bytes(transport.written).endswith(b"0\r\n\r\n")
+
+
 async def test_a_history_answer_is_made_in_slices_in_the_rooms_queue(tmp_path, monkeypatch) -> None:
     """Finding 2: a `history?limit=500` answer (26 MB) was encoded in one
     call on the loop (~470 ms), outside the room's CPU share. It is now
