@@ -31,6 +31,7 @@ import contextlib
 import multiprocessing
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -145,12 +146,8 @@ async def classes_load(url: str, tokens: dict[str, str], stop: float) -> None:
     await gws.send(msgpack.packb(protocol.hello(tokens["c_gm"], "c")))
     gm = Peer(gws, msgpack.unpackb(await gws.recv()), mirror=False)
     t = asyncio.create_task(gm.read())
-    n = 0
     try:
-        while time.perf_counter() < stop:
-            n += 1
-            await gm.command(f"cent-{n}", "advance_clock", {"seconds": CENTURY})
-            await gm.command(f"undo-{n}", "undo", {})
+        await century_and_undo(gm, stop)
     finally:
         t.cancel()
         await gws.close()
@@ -158,6 +155,16 @@ async def classes_load(url: str, tokens: dict[str, str], stop: float) -> None:
             task.cancel()
             with contextlib.suppress(Exception):
                 await ws.close()
+
+
+async def century_and_undo(gm: Peer, stop: float, prefix: str = "") -> None:
+    """The GM advances the clock by a century and undoes it, until `stop`
+    (`prefix`: ids of their own, for a room that already had such a loop)."""
+    n = 0
+    while time.perf_counter() < stop:
+        n += 1
+        await gm.command(f"{prefix}cent-{n}", "advance_clock", {"seconds": CENTURY})
+        await gm.command(f"{prefix}undo-{n}", "undo", {})
 
 
 async def load(url: str, tokens: dict[str, str], seconds: float, attack: str) -> None:
@@ -207,16 +214,22 @@ async def measure(
     return latencies
 
 
-def one_run(seconds: float, loads: tuple[str, ...], tree: str | None = None) -> dict[str, float]:
-    """One server (this tree's, or `tree`'s: its own code, started in it),
-    room A measured quiet and under each load."""
+def start_tree(data: str, tree: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """A server of this tree (or `tree`'s: its own code, started in it) on
+    the data directory `data`, default settings: its process and URL."""
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
     if tree is not None:
         env["PYTHONPATH"] = tree
+    log = os.path.join(data, "server.log")
+    args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
+    return start(args, r"listening on (ws://\S+)", env, log, cwd=tree)
+
+
+def one_run(seconds: float, loads: tuple[str, ...], tree: str | None = None) -> dict[str, float]:
+    """One server (this tree's, or `tree`'s: its own code, started in it),
+    room A measured quiet and under each load."""
     with tempfile.TemporaryDirectory() as data:
-        log = os.path.join(data, "server.log")
-        args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
-        proc, url = start(args, r"listening on (ws://\S+)", env, log, cwd=tree)
+        proc, url = start_tree(data, tree)
         try:
 
             async def run() -> dict[str, float]:

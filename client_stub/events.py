@@ -80,6 +80,11 @@ class Names:
             if u.get("name"):
                 self.users[uid] = str(u["name"])
 
+    def learn(self, cid: str, name: str) -> None:
+        """A name an event says (a character's arrival or departure): kept
+        unless a state named it already."""
+        self.chars.setdefault(cid, str(name))
+
     def char(self, cid: Any) -> str:
         return self.chars.get(cid, str(cid)) if isinstance(cid, str) else MISSING
 
@@ -105,11 +110,17 @@ class EventText:
 
     def complete(self, event: dict[str, Any], ops: Iterable[Any] | None) -> dict[str, Any]:
         """An event as complete as the patch's ops allow: a `character` event
-        stripped to kind and char (a character seen at the status level,
-        docs/views.md) gets the `change` its ops show (the character set
-        whole: added, with its name; deleted: removed), so a status NPC
-        "joins the table" for players. Other events come back as they are."""
+        stripped to kind and char (a character seen at the status level, as a
+        server before issue 33 sent it, docs/views.md) gets the `change` its
+        ops show (the character set whole: added, with its name; deleted:
+        removed), so a status NPC "joins the table" for players. A
+        `character` event's name is remembered (`Names.learn`), so the log of
+        someone removed before the client started reads with their name, not
+        their id. Other events come back as they are."""
         cid = event.get("char")
+        name = event.get("name")
+        if event.get("kind") == "character" and isinstance(cid, str) and isinstance(name, str):
+            self.names.learn(cid, name)
         if event.get("kind") != "character" or "change" in event or not isinstance(cid, str):
             return event
         for op in ops or ():

@@ -70,6 +70,7 @@ CHAR_KEYS = ("char", "patient")
 # kind and character, and for a change of condition, what changed and why.
 STATUS_EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "condition": ("kind", "char", "from", "to", "cause"),
+    "character": ("kind", "char", "change", "name", "fields"),
 }
 STATUS_EVENT_DEFAULT = ("kind", "char")
 # The fields of a `combat` event that list character ids (combat_start's and
@@ -291,7 +292,14 @@ def view_events(
                 continue
             if lowest == _RANK[STATUS]:
                 keep = STATUS_EVENT_FIELDS.get(kind, STATUS_EVENT_DEFAULT)
-                e = {k: e[k] for k in keep if k in e}
+                if any(k not in keep for k in e):  # else kept whole: the same object
+                    e = {k: e[k] for k in keep if k in e}
+                if isinstance(e.get("fields"), list):
+                    shown = [f for f in e["fields"] if f in STATUS_FIELDS]
+                    if not shown:
+                        continue  # a correction of what its status does not show
+                    if shown != e["fields"]:
+                        e = {**e, "fields": shown}
             elif kind == "turn" and "turn" in e and after.get("combat") is not None:
                 # The turn index of the viewer's shorter order (as in their state).
                 seen = _view_combat(after["combat"], _Levels(after, viewer))
@@ -325,7 +333,22 @@ def view_patch(
     the frame still carries its version."""
     if viewer.sees_all or not restricted(ops, events, before, after):
         return ops, events
-    return view_ops(before, after, ops, viewer, memo), view_events(events, before, after, viewer)
+    seen_ops = view_ops(before, after, ops, viewer, memo)
+    seen_events = view_events(events, before, after, viewer)
+    if not seen_ops:
+        seen_events = [unnamed_undo(e) for e in seen_events]
+    return seen_ops, seen_events
+
+
+def unnamed_undo(event: dict[str, Any]) -> dict[str, Any]:
+    """An undo the viewer saw nothing of (its ops, for them, are none: it
+    reverted the GM's queued dice, or what a hidden character did) names no
+    op: "Undid: queued dice by Maya" told players of the GM's secret queue.
+    It keeps the version it undid and who sent that, as every version's
+    sender is public. Any other event comes back as it is."""
+    if event.get("kind") != "undo" or "op" not in event:
+        return event
+    return {k: x for k, x in event.items() if k != "op"}
 
 
 def view_ops(

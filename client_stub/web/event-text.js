@@ -60,6 +60,12 @@ export class Names {
     for (const [id, u] of Object.entries(state.users || {})) if (u.name) this.users.set(id, String(u.name));
   }
 
+  /** A name an event says (a character's arrival or departure): kept
+   * unless a state named it already. */
+  learn(id, name) {
+    if (!this.chars.has(id)) this.chars.set(id, String(name));
+  }
+
   char(id) {
     return typeof id === "string" ? (this.chars.get(id) ?? id) : MISSING;
   }
@@ -77,10 +83,15 @@ export class EventText {
   }
 
   /** An event as complete as the patch's ops allow: a `character` event
-   * stripped to kind and char (a character seen at the status level; views)
-   * gets the `change` its ops show (the character set whole: added, with its
-   * name; deleted: removed), so a status NPC "joins the table" for players. */
+   * stripped to kind and char (a character seen at the status level, as a
+   * server before issue 33 sent it; views) gets the `change` its ops show
+   * (the character set whole: added, with its name; deleted: removed), so a
+   * status NPC "joins the table" for players. A `character` event's name is
+   * remembered (`Names`), so the log of someone removed before the page
+   * loaded reads with their name, not their id. */
   complete(ev, ops) {
+    if (ev.kind === "character" && typeof ev.char === "string" && typeof ev.name === "string")
+      this.names.learn(ev.char, ev.name);
     if (ev.kind !== "character" || ev.change !== undefined || typeof ev.char !== "string") return ev;
     for (const op of ops || []) {
       const [kind, path] = op;

@@ -92,6 +92,16 @@ MAX_HTTP_HEAD_BYTES = 16 * 1024
 # same bound, whichever door it comes through (413 past it).
 MAX_HTTP_BODY_BYTES = PROTOCOL_MAX_FRAME_BYTES
 
+# The pieces a request may come in: reads of its socket (its head's and its
+# body's) and chunks of a chunked body. Each costs the parser ~11 us of the
+# event loop whatever its size, so a byte count alone bounds nothing: a
+# 64 KiB body sent as 65,536 one-byte chunks held every room's loop 0.74 s
+# (issue 33). An honest request comes in a few (a tool writes its head and
+# body at once; 64 KiB over a link of 1,448-byte segments is 46 reads);
+# 256 leave room for a body in 256-byte pieces and cost at most ~3 ms.
+# Past it: 400 (the head) or 413 (the body), and the connection closed.
+MAX_HTTP_REQUEST_PIECES = 256
+
 # GET .../history: events of this many patches by default, and at most what
 # a room keeps in memory (RECENT_PATCHES_IN_MEMORY below).
 HISTORY_DEFAULT_LIMIT = 50
@@ -349,6 +359,12 @@ MAX_EVENT_KIND = 64
 # gets the interpreter back (one call over a 60k-version room held it ~1 s).
 EXPORT_CHUNK_VERSIONS = 500
 
+# A new room's versions are stored by an import in slices of this many, each
+# its own transaction: SQLite has one writer, and every room's commits wait
+# for the transaction in progress (40,000 versions in one held them ~0.3 s;
+# a slice of 500, ~4 ms).
+IMPORT_SLICE_VERSIONS = 500
+
 # An upload not continued for this long is dropped when another one starts
 # (one upload at a time: the memory bound above holds for the server).
 IMPORT_IDLE_SECONDS = 300.0
@@ -428,6 +444,7 @@ FIXED = {
     "HTTP_REQUEST_TIMEOUT_SECONDS": "http",
     "MAX_REQUEST_LINE_BYTES": "http",
     "MAX_HTTP_HEAD_BYTES": "http",
+    "MAX_HTTP_REQUEST_PIECES": "http",
     # Rates: configured as `Config.rate`, `gm_rate`, `hello_failure_rate`
     # (settings: --rate ...); these are their defaults.
     "PLAYER_RATE_PER_SECOND": "config",
@@ -449,6 +466,7 @@ FIXED = {
     "TRIM_DELAY_SECONDS": "cost",
     "PATCH_SIZE_CHECK_ITEMS": "cost",
     "EXPORT_CHUNK_VERSIONS": "cost",
+    "IMPORT_SLICE_VERSIONS": "cost",
     "ROOM_MAX_PAUSE_SECONDS": "cost",
     "OFF_LOOP_SWITCH_SECONDS": "cost",
     # Secrets' sizes: never lowered by a configuration.

@@ -70,3 +70,18 @@ class RecentPatches(Generic[T]):
     def newest_first(self) -> Iterator[T]:
         for blob in reversed(self._blobs):
             yield pickle.loads(blob)
+
+    def blob(self, v: int) -> bytes | None:
+        """Version `v`'s blob itself (None when not held): a reader of a
+        long history holds these (shared with the room's, no copy) and not
+        what they unpickle to, until it writes them (`load`)."""
+        first = self.first_v
+        if first is None or not first <= v <= self.last_v:
+            return None
+        return self._blobs[v - first]
+
+    @staticmethod
+    def load(blob: bytes) -> T:
+        """The item of one of `newest_blobs`."""
+        item: T = pickle.loads(blob)
+        return item

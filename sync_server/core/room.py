@@ -90,6 +90,19 @@ class CommandIn:
     op: Any
     args: Any
     expect: Any = NO_EXPECT
+    # Its id must name this very command (an HTTP Idempotency-Key): a retry
+    # that sends another command under an id already applied is refused
+    # (KEY_REUSED), not answered as the first. WebSocket commands keep the
+    # protocol's rule: a known id gets its first ack, whatever it carries.
+    same_command: bool = False
+
+
+# The outcome of a command whose id (an HTTP Idempotency-Key) was applied
+# to another command: a `conflict` error, 422 at the HTTP door.
+KEY_REUSED = "key_reused"
+
+# A remembered command id's (version, result, stored at, command if kept).
+DedupValue = tuple[int, dict[str, Any], float | None, tuple[Any, Any, Any] | None]
 
 
 class ViewKey(NamedTuple):
@@ -236,6 +249,17 @@ def afford_diff(
             else:
                 ops += rules.diff(was, entry, (AFFORDANCES, "chars", cid))
     return ops
+
+
+def history_entry(parts: RecentPatch, viewer: rules.Viewer | None) -> dict[str, Any] | None:
+    """One kept patch as the history lists it for `viewer` (its version,
+    sender and the events they may see), None when it has no event for them."""
+    patch = parts[0]
+    if viewer is not None and not viewer.sees_all:
+        patch = PatchView(*parts).render(viewer)
+    if not patch["events"]:
+        return None
+    return {"v": patch["v"], "by": patch["by"], "events": patch["events"]}
 
 
 @attrs.frozen
@@ -410,10 +434,12 @@ class RoomCore:
             self.limits.recent_patches_in_memory,
             ((p.v, (p.frame(), p.views, {})) for p in loaded.recent),
         )
-        # (user, id) -> (version, result, stored at): in version order, so
-        # `commit` trims the window (count and age) off the front.
-        self.dedup: OrderedDict[tuple[str, str], tuple[int, dict[str, Any], float | None]] = (
-            OrderedDict(((d.user, d.cmd_id), (d.v, d.result, d.ts)) for d in loaded.dedup)
+        # (user, id) -> (version, result, stored at, the command): in version
+        # order, so `commit` trims the window (count and age) off the front.
+        # The command (op, args, expect) is kept only for those sent with
+        # `same_command` (HTTP), while this core lives: None otherwise.
+        self.dedup: OrderedDict[tuple[str, str], DedupValue] = OrderedDict(
+            ((d.user, d.cmd_id), (d.v, d.result, d.ts, None)) for d in loaded.dedup
         )
         # Bumped when a user's sessions must end (token rotated, user
         # removed): sessions opened under an older epoch may not send
@@ -604,7 +630,7 @@ class RoomCore:
         oldest = self.wall_clock() - self.limits.dedup_window_seconds
         dedup = self.dedup
         while dedup:
-            v, _, ts = next(iter(dedup.values()))
+            v, _, ts, _ = next(iter(dedup.values()))
             if v > first_v and (ts is None or ts >= oldest):
                 break
             dedup.popitem(last=False)
@@ -650,9 +676,19 @@ class RoomCore:
         entry = self.dedup.get(key)
         if entry is None and key in self._known:
             old = self._known[key]
-            entry = (old.v, old.result, old.ts)
+            entry = (old.v, old.result, old.ts, None)
         if entry is not None:
-            v, result, _ = entry
+            v, result, _, sent = entry
+            if c.same_command and sent is not None and sent != (c.op, c.args, c.expect):
+                return Decision(
+                    protocol.error(
+                        "conflict",
+                        f"the id {c.cmd_id!r} was used for another command ({sent[0]}, version "
+                        f"{v}): a new command needs a new id",
+                        c.cmd_id,
+                    ),
+                    KEY_REUSED,
+                )
             result = dict(result)
             remembered = self.recent_tokens.recall((self.room_id, c.actor.user, c.cmd_id))
             if remembered is None:  # a retry within the batch that issued it
@@ -868,7 +904,8 @@ class RoomCore:
         # From here on, nothing can fail.
         self.room, self.state, self.v = new_room, new_state, v
         self.undo, self.afford = undo_after, afford
-        self.dedup[key] = (v, result, record.ts)
+        sent = (c.op, c.args, c.expect) if c.same_command else None
+        self.dedup[key] = (v, result, record.ts, sent)
         batch.records.append(record)
         batch.patches.append((patch, view))
         batch.dedup_keys.append(key)
@@ -1052,17 +1089,46 @@ class RoomCore:
         for `viewer`, oldest first, each with its version and sender: what
         a client's log shows. A viewer who does not see everything gets
         each patch's events as they may see them (as `patches_after` does)."""
-        out: list[dict[str, Any]] = []
-        for parts in self.recent.newest_first():
-            if len(out) >= limit:
-                break
-            patch = parts[0]
-            if viewer is not None and not viewer.sees_all:
-                patch = PatchView(*parts).render(viewer)
-            if patch["events"]:
-                out.append({"v": patch["v"], "by": patch["by"], "events": patch["events"]})
-        out.reverse()
-        return out
+        load = self.recent.load
+        entries = (history_entry(load(blob), viewer) for blob in self.history_picks(limit, viewer))
+        return [e for e in entries if e is not None]
+
+    def history_picks(self, limit: int, viewer: rules.Viewer | None = None) -> list[bytes]:
+        """The versions `history` lists, oldest first, as the blobs the room
+        keeps of them (core/recent.py): what a reader of a long history
+        holds while its answer is written, slice by slice, each entry made
+        again then (`history_entry`): a blob is shared with the room and far
+        smaller than its entry (500 entries of a big room's century advances
+        were 26 MB of JSON, more as Python objects, per unread answer)."""
+        picked: list[bytes] = []
+        v: int | None = self.v
+        while v is not None and len(picked) < limit:
+            found, v = self.history_scan(v, limit - len(picked), viewer)
+            picked += found
+        picked.reverse()
+        return picked
+
+    def history_scan(
+        self, v: int, want: int, viewer: rules.Viewer | None, budget: int | None = None
+    ) -> tuple[list[bytes], int | None]:
+        """`history_picks` in steps: from version `v` down, the blobs of up
+        to `want` versions with events for `viewer` (newest first), looking
+        at blobs of `budget` bytes in all at most (an unpickling's cost
+        follows its size; None: no bound), and the version to go on from
+        (None: no older one held). A step is one item of the room's queue:
+        a history of 500 big versions, looked at whole, was one item of
+        ~250 ms that every other room waited behind."""
+        picked: list[bytes] = []
+        seen = 0
+        while len(picked) < want and (budget is None or seen < budget):
+            blob = self.recent.blob(v)
+            if blob is None:
+                return picked, None
+            seen += len(blob)
+            if history_entry(self.recent.load(blob), viewer) is not None:
+                picked.append(blob)
+            v -= 1
+        return picked, v
 
     def view(self, viewer: rules.Viewer | None, memo: Any = None) -> dict[str, Any]:
         """The state as `viewer` may see it, with what they may do now

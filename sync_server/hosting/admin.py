@@ -32,6 +32,7 @@ from sync_server.clock import Clock, SystemClock
 from sync_server.core.auth import RecentTokens, hash_token, new_token
 from sync_server.core.limits import Limits
 from sync_server.hosting.rooms import Rooms
+from sync_server.hosting.share import OFF_LOOP_SWITCH
 from sync_server.observe.metrics import Metrics
 from sync_server.storage import AdminRecord, Storage, TokenInUse, transfer
 from sync_server.wire import frames, protocol
@@ -260,10 +261,13 @@ class Admin:
 
     async def _import(self, cmd_id: str, up: _Upload) -> dict[str, Any]:
         # Parsed and checked on a worker thread: a 60k-version file held the
-        # event loop, and every room with it, for about a second.
-        dump, state, with_hashes = await asyncio.to_thread(
-            read_room_file, "".join(up.chunks), self.clock.time()
-        )
+        # event loop, and every room with it, for about a second. The switch
+        # interval shortened meanwhile: the loop waits a millisecond, not
+        # five, each time it wants the interpreter back (share.py).
+        with OFF_LOOP_SWITCH:
+            dump, state, with_hashes = await asyncio.to_thread(
+                read_room_file, "".join(up.chunks), self.clock.time()
+            )
         if dump.room != up.room:
             return protocol.error(
                 "invalid_args", f"the file holds room {dump.room!r}, not {up.room!r}", cmd_id
@@ -285,7 +289,8 @@ class Admin:
             )
 
         async def store() -> None:
-            await self.storage.import_room(dump, record, replace=up.replace)
+            with OFF_LOOP_SWITCH:  # the rows are prepared in a thread (storage)
+                await self.storage.import_room(dump, record, replace=up.replace)
 
         try:
             if exists:

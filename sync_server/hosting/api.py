@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import json
 import logging
 import math
 import secrets
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import attrs
@@ -47,13 +49,22 @@ from sync_server.core.auth import hash_token, plausible_token, same_hash
 from sync_server.core.limits import (
     HISTORY_DEFAULT_LIMIT,
     MAX_CMD_ID_LENGTH,
+    MAX_INT,
 )
 from sync_server.core.ratelimit import TokenBucket, reply_cost
-from sync_server.core.room import CommandIn, JoinRefused, RoomCore
+from sync_server.core.recent import RecentPatches
+from sync_server.core.room import KEY_REUSED, CommandIn, JoinRefused, RoomCore, history_entry
 from sync_server.hosting.bus import Message
-from sync_server.hosting.http1 import HttpConnection, HttpRequest, json_body
+from sync_server.hosting.http1 import (
+    SLICE_BYTES,
+    BodyRefused,
+    HttpConnection,
+    HttpRequest,
+    json_body,
+)
+from sync_server.hosting.outbox import OutboxBudget
 from sync_server.hosting.room_host import RoomHost
-from sync_server.hosting.sessions import SessionDeps, request_bucket
+from sync_server.hosting.sessions import HelloGate, SessionDeps, request_bucket
 from sync_server.hosting.web import CORS_MAX_AGE_SECONDS, client_address, origin_allowed
 from sync_server.hosting.work import Command, Join, RoomClosed
 from sync_server.wire import frames, protocol
@@ -101,6 +112,8 @@ class Call:
     # The authenticated token's hash: a stream's join checks it is still the
     # user's (a rotation stored meanwhile ends it, as for a WebSocket hello).
     digest: bytes
+    # Its address's failed attempt: a body refused counts there too.
+    attempt: Attempt
 
 
 def route_of(path: str) -> tuple[str, str | None, str]:
@@ -136,6 +149,40 @@ class Moved(Exception):
         self.url = url
 
 
+class Attempt:
+    """One request's failed attempt against its address's allowance (the
+    refused hellos' one, `HelloGate`): reserved at the request's head,
+    before anything else is looked at, so that requests sent together
+    cannot all pass a check that costs nothing. Given back once the request
+    reaches a room as a user's (its token checked) or is answered without a
+    refusal; kept when it is refused, whatever refuses it: a bad token, an
+    unknown route, a wrong method, an origin, a body over its bounds. A
+    refusal after the token was checked (the body) takes one anew. The
+    answers of a room to its user (the rules' refusals, the user's own rate)
+    are that user's: charged to their allowance, as a WebSocket command's."""
+
+    def __init__(self, gate: HelloGate, peer: str) -> None:
+        self.gate = gate
+        self.peer = peer
+        self.held = False
+
+    async def reserve(self, deadline: float) -> bool:
+        self.held = await self.gate.reserve(self.peer, deadline)
+        return self.held
+
+    def passed(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.release(self.peer, failed=False)
+
+    def failed(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.release(self.peer, failed=True)
+        else:
+            self.gate.charge(self.peer)
+
+
 def unauthenticated() -> Refusal:
     """One answer for every bad token or room, as for a hello."""
     return Refusal(
@@ -143,6 +190,22 @@ def unauthenticated() -> Refusal:
         "bad token or room: send 'Authorization: Bearer TOKEN' with this room's token",
         headers=[("WWW-Authenticate", 'Bearer realm="vtt-sync"')],
     )
+
+
+def whole_number(raw: str, what: str, low: int, high: int) -> int:
+    """`raw` (a query parameter, a header) as a whole number from `low` to
+    `high`, else a 400 that says what is expected: the one parser of every
+    number the API reads. ASCII digits only (`str.isdigit` also takes "²"
+    and other digits `int` refuses: a 500 and a traceback), and no more of
+    them than `high` has (a 5,000-digit one is refused before `int` reads
+    it: past 4,300 digits it raises, and it costs its length squared)."""
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(high))):
+        raise Refusal("invalid_args", f"{what} must be a whole number from {low} to {high}")
+    value = int(text)
+    if not low <= value <= high:
+        raise Refusal("invalid_args", f"{what} must be a whole number from {low} to {high}")
+    return value
 
 
 def retry_after(bucket: TokenBucket) -> str:
@@ -164,14 +227,51 @@ def sse(event: str, data: bytes, event_id: int | None = None) -> bytes:
     return head + b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
 
 
+def history_slice(picks: list[bytes], start: int, viewer: rules.Viewer) -> tuple[bytes, int]:
+    """The history's entries from `picks[start]` on, as its JSON list's
+    items (a comma first unless `start` is 0), until the slice is
+    SLICE_BYTES or more: (its bytes, where the next starts). The slices
+    joined are exactly `json_body` of the whole list's items."""
+    pieces: list[bytes] = []
+    size, i = 0, start
+    while i < len(picks) and size < SLICE_BYTES:
+        entry = history_entry(RecentPatches.load(picks[i]), viewer)
+        encoded = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+        pieces.append(encoded)
+        size += len(encoded)
+        i += 1
+    return (b"," if start else b"") + b",".join(pieces), i
+
+
+def _history_scan_in(
+    v: int, want: int, viewer: rules.Viewer, core: RoomCore
+) -> tuple[list[bytes], int | None]:
+    """One step of `RoomCore.history_scan`, as a read of the room's queue."""
+    return core.history_scan(v, want, viewer, SLICE_BYTES)
+
+
+def _history_slice_in(
+    picks: list[bytes], start: int, viewer: rules.Viewer, core: RoomCore
+) -> tuple[bytes, int]:
+    """`history_slice`, as a read of the room's queue (the core unused: the
+    queue is where its CPU is metered)."""
+    return history_slice(picks, start, viewer)
+
+
 class EventStream:
     """A viewer's patches as Server-Sent Events: a subscriber of the room
     bus (a `Sink`) and of the registry (a `Closable`), as a WebSocket
     session's outbox is. Each patch goes out as the JSON its WebSocket
     would carry (the very bytes, encoded once per view group), with its
-    version as the event id. What the reader has not taken yet is bounded
-    by the outbox's bound (`outbox_max_bytes`): past it, the stream is cut,
-    and the reader resumes with `Last-Event-ID`."""
+    version as the event id.
+
+    What its reader has not taken yet is bounded as a WebSocket reader's
+    is: by the outbox's bound (`outbox_max_bytes`), by the outbox budget of
+    its room and of the server (outbox.py: it is one of the readers the
+    budget counts and drops, the slowest first), and in time: a reader that
+    took nothing of what it holds between two keepalives (`ping_interval`)
+    is cut, as a WebSocket that does not answer its pings is. Cut, it
+    resumes with `Last-Event-ID` (1013, logged with the reason)."""
 
     codec = JSON
 
@@ -181,10 +281,14 @@ class EventStream:
         user: str,
         max_bytes: int,
         on_sent: Callable[[int], None],
-        on_too_slow: Callable[[EventStream], None],
+        on_too_slow: Callable[[EventStream, str], None],
+        budget: OutboxBudget | None = None,
+        room: str | None = None,
     ) -> None:
         self.conn = conn
         self.user = user
+        self.room = room
+        self.budget = budget
         self.viewer: Any = None
         self.max_bytes = max_bytes
         self.closing = False
@@ -195,24 +299,46 @@ class EventStream:
         # A snapshot of its view is on its way (a patch's views were capped,
         # bus.Message.admit): the patches until then are covered by it.
         self.stale = False
+        # What it held at the last keepalive, and wrote since: what its
+        # reader took meanwhile (`keepalive`).
+        self._held_then = 0
+        self._written = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes written for its reader and not yet taken (the budget's count)."""
+        return self.conn.buffered
 
     def _write(self, chunk: bytes) -> int:
         if self.closing:
             return 0
-        if self.conn.buffered() + len(chunk) > self.max_bytes:
-            # Too slow (1013): nothing more can be written, the close event
-            # neither; the connection goes with what it still buffers.
-            self.closing = True
-            self.close_code = protocol.CLOSE_TOO_SLOW
-            self.conn.abort()
-            self._on_too_slow(self)
+        if self.conn.buffered + len(chunk) > self.max_bytes:
+            # Too slow: nothing more can be written, the close event neither;
+            # the connection goes with what it still buffers.
+            self.drop(protocol.CLOSE_TOO_SLOW, "too slow to read; resume with Last-Event-ID")
             return 0
         if not self._started:
             self._started = True
             self.conn.start_stream(EVENT_STREAM, [("X-Accel-Buffering", "no")])
         self.conn.write_data(chunk)
+        self._written += len(chunk)
         self._on_sent(1)
+        if self.budget is not None:
+            self.budget.held(self, self.conn.buffered)
         return len(chunk)
+
+    def drop(self, code: int, reason: str) -> None:
+        """Cut now (1013: too slow, or the send budget spent), what it
+        buffers freed: a close event would wait behind what the reader does
+        not take."""
+        if self.closing:
+            return
+        self.closing = True
+        self.close_code = code
+        if self.budget is not None:
+            self.budget.forget(self)
+        self.conn.cut(reason)
+        self._on_too_slow(self, reason)
 
     def send(self, frame: dict[str, Any]) -> int:
         """A frame for this stream only: the join's welcome (a snapshot
@@ -242,11 +368,20 @@ class EventStream:
             frame = message.frame_for(None, self.viewer)
             self._write(sse("snapshot", json_line(frame), frame.get("v")))
 
-    def keepalive(self) -> None:
-        """A comment line: keeps proxies from timing the stream out, and
-        finds a reader that is gone."""
-        if self._started and not self.closing:
-            self.conn.write_data(b": keepalive\n\n")
+    def keepalive(self, interval: float) -> None:
+        """Every `interval`: a reader that held bytes at the last one and
+        took none of them since is cut (the WebSocket's ping timeout);
+        else a comment line, which keeps proxies from timing the stream out
+        and finds a reader that is gone."""
+        if not self._started or self.closing:
+            return
+        now = self.conn.buffered
+        taken = self._held_then + self._written - now
+        if self._held_then and taken <= 0:
+            self.drop(protocol.CLOSE_TOO_SLOW, f"its reader took nothing for {interval:g} s")
+            return
+        self._held_then, self._written = now, 0
+        self._write(b": keepalive\n\n")
 
     def close_after(self, code: int, reason: str) -> None:
         """A last `close` event (the WebSocket close code and reason), then
@@ -285,10 +420,29 @@ class Api:
 
     def connection(self) -> HttpConnection:
         """A new connection's protocol (the door's factory for /api/)."""
-        conn = HttpConnection(self.handle, tasks=self.tasks)
+        conn = HttpConnection(
+            self.handle,
+            tasks=self.tasks,
+            stall=self.deps.limits.ping_timeout,
+            on_refused=self._refused_head,
+            budget=self.deps.outbox_budget,
+            clock=self.deps.clock,
+        )
         self.connections.add(conn)
         conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
         return conn
+
+    def _refused_head(self, conn: HttpConnection) -> None:
+        """A request refused before its head was whole (malformed, too big,
+        in too many pieces, too slow): one failed attempt of its address. Its
+        headers were not read, so behind a trusted proxy the address is the
+        proxy's: nothing is charged then (the proxy parses heads itself)."""
+        transport = conn.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        remote = str(peer[0]) if peer else "?"
+        if remote not in self.deps.trusted_proxies:
+            self.deps.hello_gate.charge(remote)
+        self.deps.metrics.http_request("none", conn.status or 0)
 
     async def close(self, code: int, reason: str) -> None:
         """Shutdown (after the rooms drained): end every stream with `code`,
@@ -321,18 +475,36 @@ class Api:
         return []
 
     async def handle(self, request: HttpRequest, conn: HttpConnection) -> None:
+        """One request, from its head: its address's allowance first, then
+        its route and its caller, its body only for a command, once both are
+        known (module http1.py: a refused request never has its body read)."""
         cors = self._cors(request)
         route, room, name = route_of(request.path)
+        deps = self.deps
+        attempt = Attempt(deps.hello_gate, self._peer(request))
         try:
-            await self._route(request, conn, cors, route, room, name)
+            if not await attempt.reserve(deps.clock.monotonic() + deps.limits.hello_timeout):
+                log.info("HTTP request from %s refused: too many failed attempts", attempt.peer)
+                await deps.clock.sleep(deps.limits.hello_penalty_seconds)
+                raise Refusal("rate_limited", "too many failed attempts; wait and retry",
+                              headers=[("Retry-After", "1")])  # fmt: skip
+            await self._route(request, conn, cors, route, room, name, attempt)
         except Refusal as refused:
             conn.respond_error(
                 refused.status, refused.code, refused.message, refused.headers + cors
             )
+        except BodyRefused as refused:
+            attempt.failed()
+            conn.respond_error(refused.status, "bad_frame", refused.message, cors)
         except Moved as moved:  # the WebSocket's redirect frame, as an HTTP redirect
             body = json_body(protocol.redirect(moved.url))
             conn.respond(307, body, headers=[("Location", moved.url), *cors])
         finally:
+            if attempt.held:  # refused before it reached a room: the address's
+                if conn.status is not None and 400 <= conn.status < 500:
+                    attempt.failed()
+                else:
+                    attempt.passed()
             self.deps.metrics.http_request(route or "none", conn.status or 0)
             self._log(request, conn)
 
@@ -357,9 +529,12 @@ class Api:
         route: str,
         room: str | None,
         name: str,
+        attempt: Attempt,
     ) -> None:
         if not route:
             raise Refusal("not_found", f"no such endpoint: {request.path}")
+        if request.has_body and route != "commands":
+            raise Refusal("bad_frame", f"{request.method} {request.path} takes no body")
         allow = ALLOW.get(route, ALLOW_DEFAULT)
         if request.method == "OPTIONS":
             extra = [("Allow", allow)]
@@ -371,6 +546,7 @@ class Api:
                     ("Access-Control-Max-Age", str(CORS_MAX_AGE_SECONDS)),
                 ]
             conn.respond(204, b"", headers=extra)
+            attempt.passed()
             return
         if request.method not in allow.split(", "):
             raise Refusal(
@@ -385,14 +561,17 @@ class Api:
             if document is None:
                 raise Refusal("not_found", f"no such endpoint: {request.path}")
             conn.respond(200, document, headers=cors)
+            attempt.passed()
             return
         assert room is not None
         if self.deps.shutting_down():
             raise Refusal("internal", "the server is shutting down; retry later")
         host, user, role, digest = await self._authenticate(request, room)
+        attempt.passed()  # a user of the room: their own allowance from here on
+        conn.room = room
         bucket = request_bucket(self.deps, role, room, user)
         self._allow(bucket)
-        call = Call(request, conn, cors, host, user, role, bucket, digest)
+        call = Call(request, conn, cors, host, user, role, bucket, digest, attempt)
         await {
             "commands": self._command,
             "state": self._state,
@@ -404,52 +583,41 @@ class Api:
         self, request: HttpRequest, room: str
     ) -> tuple[RoomHost, str, str, bytes]:
         """(the room's host, the user, their role, the token's hash), as a
-        hello checks them: one failed attempt reserved from the address's
-        allowance before the token is looked up, kept only if it fails
-        (HelloGate); a stored role that is not a room's (gm, player,
-        observer) opens nothing; and a room loaded after the lookup has the
-        token looked up again (the new host never saw a rotation stored
-        before its load)."""
+        hello checks them (the request's `Attempt` was reserved from the
+        address's allowance before: kept if this refuses); a stored role
+        that is not a room's (gm, player, observer) opens nothing; and a
+        room loaded after the lookup has the token looked up again (the new
+        host never saw a rotation stored before its load)."""
         deps, peer = self.deps, self._peer(request)
-        deadline = deps.clock.monotonic() + deps.limits.hello_timeout
-        if not await deps.hello_gate.reserve(peer, deadline):
-            log.info("HTTP request from %s refused: too many failed attempts", peer)
-            raise Refusal("rate_limited", "too many failed attempts; wait and retry",
-                          headers=[("Retry-After", "1")])  # fmt: skip
-        failed = False
-        try:
-            scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
-            token = token.strip()
-            found = None
-            digest, looked_up = b"", deps.rooms.loads  # room loads begun before the lookup
-            if scheme.lower() == "bearer" and plausible_token(token):
-                digest = hash_token(token)
-                if not same_hash(digest, deps.admin_hash):  # the admin token has no room
-                    found = await deps.find_token(digest)
-            if found is not None and found[0] == room:
-                located = await deps.rooms.locate(room)
-                if isinstance(located, Owner):  # cluster: another node serves the room
-                    if not located.url:
-                        raise Refusal("internal", "the room's node has no address; retry")
-                    base = located.url.rstrip("/")  # its WebSocket URL: ws(s)://
-                    target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
-                    if request.query:
-                        target += "?" + request.query
-                    raise Moved(target)
-                if located is not None and await located.token_still_found(
-                    looked_up, digest, found, deps.find_token
-                ):
-                    user = found[1]
-                    role = role_of(located.state, user)
-                    # A rotation stored since the lookup: the token is over
-                    # (a command would get the new epoch, a stream join it).
-                    if role in ROOM_ROLES and located.core.token_current(user, digest):
-                        return located, user, role, digest
-            log.info("HTTP request from %s refused: bad token or room", peer)
-            failed = True
-            raise unauthenticated()
-        finally:
-            deps.hello_gate.release(peer, failed=failed)
+        scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
+        token = token.strip()
+        found = None
+        digest, looked_up = b"", deps.rooms.loads  # room loads begun before the lookup
+        if scheme.lower() == "bearer" and plausible_token(token):
+            digest = hash_token(token)
+            if not same_hash(digest, deps.admin_hash):  # the admin token has no room
+                found = await deps.find_token(digest)
+        if found is not None and found[0] == room:
+            located = await deps.rooms.locate(room)
+            if isinstance(located, Owner):  # cluster: another node serves the room
+                if not located.url:
+                    raise Refusal("internal", "the room's node has no address; retry")
+                base = located.url.rstrip("/")  # its WebSocket URL: ws(s)://
+                target = ("http" + base[2:] if base.startswith("ws") else base) + request.path
+                if request.query:
+                    target += "?" + request.query
+                raise Moved(target)
+            if located is not None and await located.token_still_found(
+                looked_up, digest, found, deps.find_token
+            ):
+                user = found[1]
+                role = role_of(located.state, user)
+                # A rotation stored since the lookup: the token is over
+                # (a command would get the new epoch, a stream join it).
+                if role in ROOM_ROLES and located.core.token_current(user, digest):
+                    return located, user, role, digest
+        log.info("HTTP request from %s refused: bad token or room", peer)
+        raise unauthenticated()
 
     def _allow(self, bucket: TokenBucket | None) -> None:
         """The user's one allowance, shared with their WebSocket sessions."""
@@ -482,19 +650,17 @@ class Api:
         if cmd_id is None:
             cmd_id = f"http-{secrets.token_hex(8)}"
         elif not 1 <= len(cmd_id) <= MAX_CMD_ID_LENGTH:
-            raise Refusal("bad_frame", f"Idempotency-Key: 1 to {MAX_CMD_ID_LENGTH} characters")
-        try:
-            frame = JSON.decode(request.body.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise Refusal("bad_frame", "the body must be JSON in UTF-8")
-        except BadFrame as exc:
-            raise Refusal("bad_frame", f'the body must be a JSON object {{"op", "args"}}: {exc}')
-        if "op" not in frame:
-            raise Refusal("bad_frame", 'a command needs an op: {"op": ..., "args": {...}}')
+            raise Refusal(
+                "bad_frame",
+                f"Idempotency-Key must be 1 to {MAX_CMD_ID_LENGTH} characters"
+                + (" (it is empty: leave the header out for a new command)" if not cmd_id else ""),
+            )
         key = (host.room_id, user)
         if self._inflight.get(key, 0) >= self.deps.limits.max_inflight_per_session:
             raise Refusal("rate_limited", "too many commands of this user in flight",
                           headers=[("Retry-After", "1")])  # fmt: skip
+        body = await conn.read_body()  # only now: the caller and the route are known
+        frame = self._command_frame(body, call.attempt)
         viewer = rules.Viewer(user, role)
         seen: list[dict[str, Any]] = []
 
@@ -524,35 +690,58 @@ class Api:
             op=frame["op"],
             args=frame.get("args", {}),
             expect=frame.get("expect", NO_EXPECT),
+            same_command=True,  # a key reused for another command: 422, not its first answer
         )
         self._inflight[key] = self._inflight.get(key, 0) + 1
+        item = Command(command, reply, done, self.deps.clock.monotonic(), patch_to)
         try:
-            host.submit(Command(command, reply, done, self.deps.clock.monotonic(), patch_to))
+            host.submit(item)
         except RoomClosed:
             done()
             raise self._gone(host)
         answer = await fut
         answered = frames.parse_server(answer)
         if isinstance(answered, frames.Error):
-            status = STATUS.get(answered.code, 500)
-            conn.respond(status, json_body(answer), headers=cors)
+            reused = item.outcome == KEY_REUSED  # a key reused for another command
+            conn.respond(
+                422 if reused else STATUS.get(answered.code, 500), json_body(answer), headers=cors
+            )
             return
         if seen:
             answer = {**answer, "patch": seen[0]}
         conn.respond(200, json_body(answer), headers=cors)
 
+    @staticmethod
+    def _command_frame(body: bytes, attempt: Attempt) -> dict[str, Any]:
+        """The body as a command frame; a malformed one is a refused request
+        (it counts against the address, as a body over its bounds does)."""
+        try:
+            frame = JSON.decode(body.decode("utf-8"))
+            if "op" not in frame:
+                raise Refusal("bad_frame", 'a command needs an op: {"op": ..., "args": {...}}')
+        except UnicodeDecodeError:
+            attempt.failed()
+            raise Refusal("bad_frame", "the body must be JSON in UTF-8")
+        except BadFrame as exc:
+            attempt.failed()
+            raise Refusal("bad_frame", f'the body must be a JSON object {{"op", "args"}}: {exc}')
+        except Refusal:
+            attempt.failed()
+            raise
+        return frame
+
     async def _read(self, call: Call, build: Callable[[RoomCore, rules.Viewer], Any]) -> None:
-        """Answer with `build(core, viewer)`, read in the room's queue (the
-        room as stored); its size is charged like a sync reply's."""
+        """Answer with `build(core, viewer)`, read and encoded in the room's
+        queue (the room as stored; its CPU the room's share, share.py); its
+        size is charged like a sync reply's."""
 
-        def read(core: RoomCore) -> Any:
+        def read(core: RoomCore) -> bytes | None:
             viewer = core.viewer(call.user)
-            return None if viewer is None else build(core, viewer)
+            return None if viewer is None else json_body(build(core, viewer))
 
-        found = await self._query(call.host, read)
-        if found is None:  # removed from the room meanwhile
+        body = await self._query(call.host, read)
+        if body is None:  # removed from the room meanwhile
             raise unauthenticated()
-        body = json_body(found)
         self._charge(call.bucket, len(body))
         call.conn.respond(200, body, headers=call.cors)
 
@@ -572,17 +761,44 @@ class Api:
         params = urllib.parse.parse_qs(call.request.query)
         most = self.deps.limits.recent_patches_in_memory
         raw = (params.get("limit") or [str(HISTORY_DEFAULT_LIMIT)])[0]
-        if not raw.isdigit() or not 1 <= int(raw) <= most:
-            raise Refusal("invalid_args", f"limit must be an integer from 1 to {most}")
-        limit = int(raw)
-        await self._read(
-            call,
-            lambda core, viewer: {
-                "room": core.room_id,
-                "v": core.v,
-                "history": core.history(limit, viewer),
-            },
-        )
+        limit = whole_number(raw, "limit", 1, most)
+
+        def start(core: RoomCore) -> tuple[rules.Viewer, bytes, int] | None:
+            viewer = core.viewer(call.user)
+            if viewer is None:
+                return None
+            head = json_body({"room": core.room_id, "v": core.v})[:-2] + b',"history":['
+            return viewer, head, core.v
+
+        found = await self._query(call.host, start)
+        if found is None:  # removed from the room meanwhile
+            raise unauthenticated()
+        viewer, head, at = found
+        # The versions it lists, picked in steps of the room's queue (each
+        # looks at ~64 KiB of kept patches): between them, the room's share
+        # of the CPU lets the other rooms' work in.
+        picks: list[bytes] = []
+        v: int | None = at
+        while v is not None and len(picks) < limit:
+            step = functools.partial(_history_scan_in, v, limit - len(picks), viewer)
+            found_step, v = await self._query(call.host, step)
+            picks += found_step
+        picks.reverse()
+
+        async def slices() -> AsyncIterator[bytes]:
+            # Each slice made in the room's queue: its CPU is the room's
+            # share, and the next one waits for the reader (http1.send).
+            yield head
+            done = 0
+            while done < len(picks):
+                piece, done = await self._query(
+                    call.host, functools.partial(_history_slice_in, picks, done, viewer)
+                )
+                self._charge(call.bucket, len(piece))
+                yield piece
+            yield b"]}\n"
+
+        await call.conn.send(200, slices(), headers=call.cors)
 
     async def _events(self, call: Call) -> None:
         request, conn, host, user, bucket = (
@@ -596,14 +812,16 @@ class Api:
         if raw is None:
             given = urllib.parse.parse_qs(request.query).get("since")
             raw = given[0] if given else None
-        since = None
-        if raw is not None:
-            if not raw.strip().isdigit():
-                raise Refusal("bad_frame", "Last-Event-ID (or since) must be a version number")
-            since = int(raw.strip())
+        since = None if raw is None else whole_number(raw, "Last-Event-ID (or since)", 0, MAX_INT)
         deps = self.deps
         stream = EventStream(
-            conn, user, deps.limits.outbox_max_bytes, deps.metrics.frames, self._too_slow
+            conn,
+            user,
+            deps.limits.outbox_max_bytes,
+            deps.metrics.frames,
+            self._too_slow,
+            deps.outbox_budget,
+            host.room_id,
         )
         fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
 
@@ -623,13 +841,17 @@ class Api:
         deps.metrics.sse_streams.set(len(self.streams))
         room = host.room_id
         try:
-            while not stream.closing and not conn.closed.done():
+            # Until the reader hangs up (its end of file: a clean close frees
+            # the slot at once, not at the next keepalive that fails).
+            while not stream.closing and not conn.hung_up.done():
                 with contextlib.suppress(TimeoutError):
                     async with deps.clock.timeout(deps.limits.ping_interval):
-                        await asyncio.shield(conn.closed)
-                stream.keepalive()
+                        await asyncio.shield(conn.hung_up)
+                stream.keepalive(deps.limits.ping_interval)
         finally:
             self.streams.discard(stream)
+            if stream.budget is not None:
+                stream.budget.forget(stream)
             deps.metrics.sse_streams.set(len(self.streams))
             deps.bus.unsubscribe(room, stream)
             deps.registry.remove(room, stream)
@@ -637,6 +859,6 @@ class Api:
             if not stream.closing:
                 stream.close_after(protocol.CLOSE_SHUTDOWN, "stream ended")
 
-    def _too_slow(self, stream: EventStream) -> None:
+    def _too_slow(self, stream: EventStream, reason: str) -> None:
         self.deps.metrics.slow_closes.inc()
-        log.info("%s's event stream closed, too slow to read (1013)", stream.user)
+        log.info("%s's event stream cut (1013): %s", stream.user, reason)

@@ -262,7 +262,9 @@ _ERRORS_BY_STATUS = {
     "404": "not_found: no such room, endpoint or named character/user.",
     "405": "This method is not allowed here (`Allow`).",
     "409": "conflict (`expect` or the room's state) or rule (the rules refuse it now).",
-    "413": "The body is over the bound of a command.",
+    "413": "The body is over the bound of a command (its bytes, or the pieces it came in).",
+    "422": "conflict: this Idempotency-Key was used for another command; a new command "
+    "needs a new key (the same command under the same key gets its first answer).",
     "429": "rate_limited: the user's allowance (shared with their WebSocket sessions) "
     "is spent; retry after `Retry-After` seconds.",
     "500": "internal: the server could not do it; retry.",
@@ -368,7 +370,9 @@ def openapi() -> dict[str, Any]:
                                 "maxLength": MAX_CMD_ID_LENGTH,
                             },
                             "description": "the command's id: a retry with the same key "
-                            "is answered with the first reply and applies nothing again",
+                            "and the same command is answered with the first reply and "
+                            "applies nothing again; the same key with another command is "
+                            "422; an empty one is 400 (leave the header out for a fresh id)",
                         }
                     ],
                     "requestBody": {
@@ -385,7 +389,7 @@ def openapi() -> dict[str, Any]:
                                 "application/json": {"schema": {"$ref": "#/components/schemas/Ack"}}
                             },
                         },
-                        **_errors("400", "409", "413", *ROOM_ERRORS),
+                        **_errors("400", "409", "413", "422", *ROOM_ERRORS),
                     },
                 },
             },

@@ -53,6 +53,19 @@ from sync_server.wire.codec import Codec
 log = logging.getLogger(__name__)
 
 
+class Holder(Protocol):
+    """What the budget counts: one reader's bytes written and not yet taken
+    (a WebSocket's `Outbox`, an event stream, an HTTP answer), under the
+    room it reads (None: no room's), and how to drop it."""
+
+    room: str | None
+
+    @property
+    def buffered(self) -> int: ...
+
+    def drop(self, code: int, reason: str) -> None: ...
+
+
 class Connection(Protocol):
     """What an Outbox needs of a WebSocket connection (websockets'
     ServerConnection fits)."""
@@ -73,7 +86,8 @@ def _malloc_trim() -> Callable[[], object] | None:
 
 class OutboxBudget:
     """What every client holds together (bytes written and not yet taken
-    by its connection), per room and for the server.
+    by its connection: WebSocket outboxes, event streams and HTTP answers
+    alike), per room and for the server.
 
     Each outbox reports what it holds after each write (`held`); a client
     that drains its buffer meanwhile is counted high until its next write
@@ -85,19 +99,19 @@ class OutboxBudget:
         self,
         total_max: int = OUTBOX_TOTAL_MAX_BYTES,
         room_max: int = OUTBOX_ROOM_MAX_BYTES,
-        on_drop: Callable[[Outbox], None] | None = None,
+        on_drop: Callable[[Holder], None] | None = None,
     ) -> None:
         self.total_max = total_max
         self.room_max = room_max
         self.on_drop = on_drop
         self.total = 0
         self.rooms: Counter[str | None] = Counter()
-        self._held: dict[Outbox, int] = {}
+        self._held: dict[Holder, int] = {}
         self._trim = _malloc_trim()
         self._trim_pending = False
         self.dropped = 0
 
-    def held(self, outbox: Outbox, size: int) -> None:
+    def held(self, outbox: Holder, size: int) -> None:
         """`outbox` holds `size` bytes now; drop the slowest if over a bound."""
         delta = size - self._held.get(outbox, 0)
         if delta == 0:
@@ -110,7 +124,7 @@ class OutboxBudget:
         elif outbox.room is not None and self.rooms[outbox.room] > self.room_max:
             self._enforce(outbox.room)
 
-    def forget(self, outbox: Outbox) -> None:
+    def forget(self, outbox: Holder) -> None:
         if outbox not in self._held:
             return
         size = self._held.pop(outbox)

@@ -42,7 +42,6 @@ from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import Leases, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
 from sync_server.core.limits import (
-    OFF_LOOP_SWITCH_SECONDS,
     ROOM_MAX_PAUSE_SECONDS,
     ROOM_SHARE_WINDOW_SECONDS,
     Limits,
@@ -64,11 +63,11 @@ from sync_server.core.room import (
 from sync_server.hosting.bus import Message, RoomBus
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.share import (
+    OFF_LOOP_SWITCH,
     LoopShare,
     Metered,
     OpCosts,
     RoomMeter,
-    SwitchInterval,
     metered_call,
 )
 from sync_server.hosting.work import (
@@ -90,9 +89,6 @@ from sync_server.storage import DedupEntry, Storage, StorageError, VersionConfli
 from sync_server.wire import protocol
 
 log = logging.getLogger(__name__)
-
-# Shortened while any room's command is evaluated in a thread (share.py).
-OFF_LOOP_SWITCH = SwitchInterval(OFF_LOOP_SWITCH_SECONDS)
 
 
 @attrs.frozen
@@ -145,8 +141,8 @@ class RoomHost:
         # Hellos that found this host and check their token again before
         # they join: the host is not idle meanwhile (not unloaded under them).
         self.hellos = 0
-        # Resync snapshots by view class, at a version: shared by the sinks
-        # of one class until the queue is empty again.
+        # Resync snapshots by (view class, affordance class), at a version:
+        # shared by the sinks of one such pair until the queue is empty again.
         self._resyncs: dict[Any, tuple[int, Message]] = {}
         self._resync_memo: Any = new_memo()  # their status views, likewise
         # The room's share of the CPU while other rooms have work (share.py).
@@ -483,6 +479,7 @@ class RoomHost:
 
     def _answer(self, item: Command, frame: dict[str, Any], outcome: str) -> None:
         try:
+            item.outcome = outcome
             item.reply(frame)
             services = self.services
             services.metrics.command(item.op, outcome, services.clock.monotonic() - item.received)
@@ -548,16 +545,21 @@ class RoomHost:
 
     def _resync(self, r: Resync) -> None:
         """A stale subscriber's snapshot: its view of the stored state (no
-        batch is open between items), shared by its view class's sinks."""
+        batch is open between items), shared by the sinks that see the same
+        room (view class) and may do the same things (affordance class):
+        players sharing the public view each have affordances of their own,
+        and a snapshot shared by view class alone gave one player's to the
+        others (issue 33)."""
         sink = r.sink
         if sink.closing or not sink.stale:
             return
-        viewer = sink.viewer
-        cls = rules.view_class(self.core.state, viewer) if viewer is not None else None
-        cached = self._resyncs.get(cls)
-        if cached is None or cached[0] != self.core.v:
-            frame = protocol.snapshot(self.core.v, self.core.view(viewer, self._resync_memo))
-            cached = self._resyncs[cls] = (self.core.v, Message(frame))
+        core, viewer = self.core, sink.viewer
+        cls = rules.view_class(core.state, viewer) if viewer is not None else None
+        key = (cls, afford_class(viewer) if core.afford is not None else None)
+        cached = self._resyncs.get(key)
+        if cached is None or cached[0] != core.v:
+            frame = protocol.snapshot(core.v, core.view(viewer, self._resync_memo))
+            cached = self._resyncs[key] = (core.v, Message(frame))
         sink.resync(cached[1])
 
     def _left(self, item: Left) -> None:

@@ -358,7 +358,7 @@ class Server:
             # Our name only: no library or Python versions for a scanner.
             server_header=SERVER_HEADER,
             ssl=None if self.tls is None else self.tls.context,
-            create_connection=door_factory(self.api.connection),
+            create_connection=door_factory(self.api.connection, clock=self.clock),
         )
         if self.config.transport == "picows":
             await self._start_picows(routes)

@@ -110,6 +110,15 @@ class HelloGate:
         except TimeoutError:
             return False
 
+    def charge(self, peer: str) -> None:
+        """A failed attempt of `peer` that reserved nothing (an HTTP request
+        refused before its head was read, or by its body after its token was
+        checked): one taken if the allowance has one (never below zero)."""
+        if self.buckets is None:
+            return
+        now = self.clock.monotonic()
+        self.buckets.get(peer, now).allow(now, 1.0)
+
     def release(self, peer: str, failed: bool) -> None:
         """The reserved hello is over: a failure keeps what it took."""
         if self.buckets is None:

@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 
 import attrs
 
+from sync_server.core.limits import OFF_LOOP_SWITCH_SECONDS
+
 T = TypeVar("T")
 
 
@@ -236,6 +238,12 @@ class SwitchInterval:
             self._users -= 1
             if self._users == 0:
                 sys.setswitchinterval(self._saved)
+
+
+# Shortened while any heavy work runs in a thread: a room's command evaluated
+# off the loop (room_host.py), an admin export read and encoded or an import
+# parsed and checked (admin.py, admin_http.py). One instance: it counts them.
+OFF_LOOP_SWITCH = SwitchInterval(OFF_LOOP_SWITCH_SECONDS)
 
 
 class OpCosts:

@@ -46,6 +46,9 @@ class Command:
     # Told the stored patch and its view before the reply, for a sender that
     # does not read the room's patches (the HTTP door answers with it).
     patch_to: Callable[[dict[str, Any], Any], None] | None = None
+    # How it was answered ("ok", "dup", an error code, KEY_REUSED), set
+    # before `reply` is called: the HTTP door's status reads it.
+    outcome: str | None = None
 
     @property
     def op(self) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import sqlite3
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sync_server.clock import Clock, SystemClock
-from sync_server.core.limits import SNAPSHOTS_KEPT
+from sync_server.core.limits import IMPORT_SLICE_VERSIONS, SNAPSHOTS_KEPT
 from sync_server.storage import (
     AdminRecord,
     DedupEntry,
@@ -589,80 +590,136 @@ class SqliteStorage:
     # --- whole rooms: export, import, backup -----------------------------
 
     async def export_room(self, room: str) -> RoomDump | None:
-        def q(conn: sqlite3.Connection) -> RoomDump | None:
-            # One job on the storage thread: no commit lands between these reads.
-            row = conn.execute("SELECT head, created FROM rooms WHERE room = ?", (room,)).fetchone()
-            if row is None:
-                return None
-            snap = latest_snapshot(conn, room)
-            versions, undone = [], set()
-            for v, cmd_id, user, undo, ts, result, rec in conn.execute(
-                "SELECT v, cmd_id, user, undo, ts, result, rec FROM versions"
-                " WHERE room = ? ORDER BY v",
-                (room,),
-            ):
-                version = version_of_row(room, v, cmd_id, user, ts, result, rec)
-                versions.append(version)
-                if version.undoable and not undo:
-                    undone.add(v)
-            tokens = {
-                user: bytes(token_hash)
-                for user, token_hash in conn.execute(
-                    "SELECT user, token_hash FROM users WHERE room = ?", (room,)
-                )
-            }
-            return RoomDump(
-                room, row[0], row[1], snap[0], unpack(snap[1]), versions, frozenset(undone), tokens
-            )
+        """Read on a connection of its own, in a worker thread, in one read
+        transaction (WAL: a consistent snapshot while the storage thread
+        commits on): read as one job of the storage thread, a room of 40,000
+        versions held it ~1.4 s, every room's commits waiting."""
+        if self._thread is None:
+            raise StorageError("storage is closed")
+        return await asyncio.to_thread(self._export_apart, room)
 
-        return await self._submit(q, write=False)
+    def _export_apart(self, room: str) -> RoomDump | None:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        try:
+            conn.execute("BEGIN")  # one snapshot for every read below
+            return _read_dump(conn, room)
+        finally:
+            conn.close()
 
     async def import_room(self, dump: RoomDump, admin: AdminRecord, replace: bool = False) -> None:
+        """A new room's versions are stored in slices of IMPORT_SLICE_VERSIONS,
+        each its own transaction (a room of 40,000 versions in one held the
+        storage thread, and every room's commits, ~0.3 s), while the room is
+        not there yet (no `rooms` row: nothing reads them); the last one adds
+        the room, its users and snapshot at once. Rows prepared in a worker
+        thread. What a failed import stored is removed (and, were the process
+        killed meanwhile, by the next import of that room id). A replace
+        stays one transaction: the old room is never half gone."""
         room = dump.room
-
-        def w(conn: sqlite3.Connection) -> None:
-            exists = conn.execute("SELECT 1 FROM rooms WHERE room = ?", (room,)).fetchone()
-            if exists and not replace:
-                raise RoomExists(f"room {room!r} already exists")
-            for table in ("versions", "snapshots", "users", "rooms"):
-                conn.execute(f"DELETE FROM {table} WHERE room = ?", (room,))
-            for user, token_hash in dump.tokens.items():
-                owner = conn.execute(
-                    "SELECT room, user FROM users WHERE token_hash = ?", (token_hash,)
-                ).fetchone()
-                if owner is not None:
-                    raise TokenInUse(
-                        f"the token hash of user {user} is already used by {owner[1]} of room "
-                        f"{owner[0]!r}: import without token hashes, or delete that room"
-                    )
-                conn.execute(
-                    "INSERT INTO users (room, user, token_hash) VALUES (?, ?, ?)",
-                    (room, user, token_hash),
+        rows = await asyncio.to_thread(
+            lambda: [
+                version_row(room, r, r.undoable and r.v not in dump.undone) for r in dump.versions
+            ]
+        )
+        if replace:
+            await self._submit(lambda conn: _store_dump(conn, dump, admin, rows, True), write=True)
+            return
+        await self._submit(lambda conn: _clear_orphans(conn, room), write=True)
+        try:
+            for i in range(0, len(rows), IMPORT_SLICE_VERSIONS):
+                part = rows[i : i + IMPORT_SLICE_VERSIONS]
+                await self._submit(
+                    functools.partial(_insert_versions, room=room, rows=part), write=True
                 )
-            conn.execute(
-                "INSERT INTO rooms (room, created, head) VALUES (?, ?, ?)",
-                (room, dump.created, dump.head),
-            )
-            conn.execute(
-                "INSERT INTO snapshots (room, v, state) VALUES (?, ?, ?)",
-                (room, dump.snapshot_v, pack(dump.snapshot)),
-            )
-            conn.executemany(
-                INSERT_VERSION,
-                [
-                    version_row(room, r, r.undoable and r.v not in dump.undone)
-                    for r in dump.versions
-                ],
-            )
-            self._admin(conn, admin)
-
-        await self._submit(w, write=True)
+            await self._submit(lambda conn: _store_dump(conn, dump, admin, [], False), write=True)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._submit(lambda conn: _clear_orphans(conn, room), write=True)
+            raise
 
     async def backup(self, dest: Path) -> None:
         """A consistent copy of the whole database at `dest`, taken while the
         server runs (`backup_database`, from a connection of its own: the
         storage thread keeps committing meanwhile)."""
         await asyncio.to_thread(backup_database, self.path, Path(dest))
+
+
+def _read_dump(conn: sqlite3.Connection, room: str) -> RoomDump | None:
+    """Everything stored of `room`, read in the connection's transaction."""
+    row = conn.execute("SELECT head, created FROM rooms WHERE room = ?", (room,)).fetchone()
+    if row is None:
+        return None
+    snap = latest_snapshot(conn, room)
+    versions, undone = [], set()
+    for v, cmd_id, user, undo, ts, result, rec in conn.execute(
+        "SELECT v, cmd_id, user, undo, ts, result, rec FROM versions WHERE room = ? ORDER BY v",
+        (room,),
+    ):
+        version = version_of_row(room, v, cmd_id, user, ts, result, rec)
+        versions.append(version)
+        if version.undoable and not undo:
+            undone.add(v)
+    tokens = {
+        user: bytes(token_hash)
+        for user, token_hash in conn.execute(
+            "SELECT user, token_hash FROM users WHERE room = ?", (room,)
+        )
+    }
+    return RoomDump(
+        room, row[0], row[1], snap[0], unpack(snap[1]), versions, frozenset(undone), tokens
+    )
+
+
+def _clear_orphans(conn: sqlite3.Connection, room: str) -> None:
+    """Versions of a room that is not there (an import that failed, or was
+    killed, between its slices): removed, so that the next import of that
+    id starts clean. A room that exists is left alone."""
+    if conn.execute("SELECT 1 FROM rooms WHERE room = ?", (room,)).fetchone() is None:
+        conn.execute("DELETE FROM versions WHERE room = ?", (room,))
+
+
+def _insert_versions(conn: sqlite3.Connection, room: str, rows: list[Any]) -> None:
+    if conn.execute("SELECT 1 FROM rooms WHERE room = ?", (room,)).fetchone() is not None:
+        raise RoomExists(f"room {room!r} already exists")  # created meanwhile
+    conn.executemany(INSERT_VERSION, rows)
+
+
+def _store_dump(
+    conn: sqlite3.Connection, dump: RoomDump, admin: AdminRecord, rows: list[Any], replace: bool
+) -> None:
+    """The room itself, its users and snapshot (and `rows`, its versions,
+    unless stored already): the import's last transaction."""
+    room = dump.room
+    exists = conn.execute("SELECT 1 FROM rooms WHERE room = ?", (room,)).fetchone()
+    if exists and not replace:
+        raise RoomExists(f"room {room!r} already exists")
+    tables = ("versions", "snapshots", "users", "rooms") if replace else ("snapshots", "users")
+    for table in tables:
+        conn.execute(f"DELETE FROM {table} WHERE room = ?", (room,))
+    for user, token_hash in dump.tokens.items():
+        owner = conn.execute(
+            "SELECT room, user FROM users WHERE token_hash = ?", (token_hash,)
+        ).fetchone()
+        if owner is not None:
+            raise TokenInUse(
+                f"the token hash of user {user} is already used by {owner[1]} of room "
+                f"{owner[0]!r}: import without token hashes, or delete that room"
+            )
+        conn.execute(
+            "INSERT INTO users (room, user, token_hash) VALUES (?, ?, ?)",
+            (room, user, token_hash),
+        )
+    conn.execute(
+        "INSERT INTO rooms (room, created, head) VALUES (?, ?, ?)",
+        (room, dump.created, dump.head),
+    )
+    conn.execute(
+        "INSERT INTO snapshots (room, v, state) VALUES (?, ?, ?)",
+        (room, dump.snapshot_v, pack(dump.snapshot)),
+    )
+    if rows:
+        conn.executemany(INSERT_VERSION, rows)
+    SqliteStorage._admin(conn, admin)
 
 
 def backup_database(source: Path, dest: Path) -> None:

@@ -223,7 +223,9 @@ def test_every_event_about_a_status_character_reads_with_its_name() -> None:
     for state, events in status_tour():
         names.update(state)
         for ev in events:
-            assert set(ev) <= {"kind", "char", "from", "to", "cause"}, ev  # stripped indeed
+            # stripped indeed (a character's arrival or departure keeps its name:
+            # its status shows it)
+            assert set(ev) <= {"kind", "char", "from", "to", "cause", "change", "name"}, ev
             said = text.sentence(ev)
             kinds.add(ev["kind"])
             assert not RAW.search(said), (ev, said)
@@ -260,17 +262,22 @@ def status_npc_patches() -> list[tuple[list, list, dict]]:
 
 
 def test_a_status_npc_joins_and_leaves_the_table_for_players() -> None:
-    """Stripped to kind and char for a player, the NPC's arrival still reads
-    "joins" (not "changes"): the patch's ops show it, and so its departure."""
+    """The NPC's arrival and departure say so, with its name, for a player
+    (issue 33: its status shows the name); an event stripped to kind and
+    char (a server before it) still reads "joins" and "leaves": the patch's
+    ops show it."""
     names = Names()
     text = EventText(names)
-    said = []
+    said, stripped = [], []
     for ops, events, state in status_npc_patches():
         names.update(state)
         (ev,) = [e for e in events if e["kind"] == "character"]
-        assert set(ev) == {"kind", "char"}  # stripped indeed
+        assert set(ev) == {"kind", "char", "change", "name"}
         said.append(text.sentence(text.complete(ev, ops)))
+        old = {"kind": ev["kind"], "char": ev["char"]}
+        stripped.append(text.sentence(text.complete(old, ops)))
     assert said == ["Goblin chief joins the table (id c1)", "Goblin chief leaves the table"]
+    assert stripped == said
 
 
 @pytest.mark.parametrize(

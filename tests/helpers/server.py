@@ -1,10 +1,14 @@
 """Pytest fixtures over the product's server helpers (sync_server.testing):
 `vtt_server` (an in-process server on a tmp data dir, port 0) and
 `vtt_table` (a room with a GM, two players, an observer and three
-characters on it). Everything else is re-exported from there."""
+characters on it); `server_thread` (a server in a thread of its own, for
+Hypothesis examples that each run their clients with `asyncio.run`).
+Everything else is re-exported from there."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -57,6 +61,7 @@ __all__ = [
     "on_both_transports",
     "open_ws",
     "running_server",
+    "server_thread",
     "spy_evaluations",
     "status_patients",
     "start_subprocess_server",
@@ -166,3 +171,36 @@ async def status_patients(gm: Client, url: str, room: str, n: int) -> list[tuple
     for c, char, _ in players:
         await c.ok("rest", {"char": char, "kind": "short"})
     return players
+
+
+@contextlib.contextmanager
+def server_thread(data_dir: Path, **overrides: Any) -> Iterator[Server]:
+    """An in-process server living in its own thread and event loop, so that
+    each Hypothesis example can run its clients with `asyncio.run`."""
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        try:
+            async with running_server(data_dir, **overrides) as srv:
+                box["srv"], box["loop"] = srv, asyncio.get_running_loop()
+                box["stop"] = asyncio.Event()
+                ready.set()
+                await box["stop"].wait()
+        except BaseException as exc:  # reported to the test thread
+            box["error"] = exc
+            ready.set()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    assert ready.wait(WAIT), "the server did not start"
+    if "error" in box:
+        raise box["error"]
+    try:
+        yield box["srv"]
+    finally:
+        box["loop"].call_soon_threadsafe(box["stop"].set)
+        thread.join(WAIT)
+        assert not thread.is_alive(), "the server did not stop"
+    if "error" in box:  # a crash of the server's loop fails the test
+        raise box["error"]

@@ -24,10 +24,8 @@ import contextlib
 import copy
 import itertools
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -38,7 +36,6 @@ from websockets.exceptions import ConnectionClosed
 
 import rules
 from rules import validate
-from sync_server import Server
 from sync_server.wire.protocol import ERROR_ORDER
 from tests.helpers.server import (
     WAIT,
@@ -48,7 +45,7 @@ from tests.helpers.server import (
     connect,
     connect_admin,
     create_table,
-    running_server,
+    server_thread,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -67,42 +64,6 @@ FUZZ = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-# --- a server in a thread --------------------------------------------------
-
-
-@contextlib.contextmanager
-def server_thread(data_dir: Path, **overrides: Any) -> Iterator[Server]:
-    """An in-process server living in its own thread and event loop, so that
-    each Hypothesis example can run its clients with `asyncio.run`."""
-    ready = threading.Event()
-    box: dict[str, Any] = {}
-
-    async def main() -> None:
-        try:
-            async with running_server(data_dir, **overrides) as srv:
-                box["srv"], box["loop"] = srv, asyncio.get_running_loop()
-                box["stop"] = asyncio.Event()
-                ready.set()
-                await box["stop"].wait()
-        except BaseException as exc:  # reported to the test thread
-            box["error"] = exc
-            ready.set()
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert ready.wait(WAIT), "the server did not start"
-    if "error" in box:
-        raise box["error"]
-    try:
-        yield box["srv"]
-    finally:
-        box["loop"].call_soon_threadsafe(box["stop"].set)
-        thread.join(WAIT)
-        assert not thread.is_alive(), "the server did not stop"
-    if "error" in box:  # a crash of the server's loop fails the test
-        raise box["error"]
 
 
 # --- checks ----------------------------------------------------------------

@@ -21,9 +21,10 @@ from tests.helpers.server import running_server
 REPO = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| (\d{3}) \| ([^|]*) \|", flags=re.M)
 # The functions that answer a request with a status given as a number:
-# the connection's respond/respond_error (first argument) and a Refusal
-# (third argument, or status=).
-ANSWERS = {"respond": 0, "respond_error": 0, "Refusal": 2}
+# the connection's respond/respond_error (first argument), a refused read
+# or body (_refuse_read, BodyRefused: first) and a Refusal (third argument,
+# or status=).
+ANSWERS = {"respond": 0, "respond_error": 0, "_refuse_read": 0, "BodyRefused": 0, "Refusal": 2}
 # h11 refuses a request whose line and headers pass its
 # max_incomplete_event_size with this status hint (h11/_connection.py,
 # Connection._extract_next_receive_event: "Receive buffer too long").
@@ -50,9 +51,10 @@ def answered_in_code() -> set[int]:
             args = [*node.args, *(k.value for k in node.keywords if k.arg == "status")]
             if len(node.args) > index:
                 args = [node.args[index]]
-            for arg in args:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
-                    found.add(arg.value)
+            for arg in args:  # a number, or numbers chosen between (413 if ... else 400)
+                for sub in ast.walk(arg):
+                    if isinstance(sub, ast.Constant) and type(sub.value) is int:
+                        found.add(sub.value)
     return found
 
 
