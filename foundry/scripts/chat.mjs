@@ -5,8 +5,11 @@
 // (docs/operations.md, "Events").
 
 import { escapeHtml, num } from "./html.mjs";
+import { CONDITIONS as CONDITION_LIST, MODULE_ID } from "./names.mjs";
 
-const CONDITIONS = new Set(["conscious", "dying", "stable", "dead"]);
+/** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
+
+const CONDITIONS = new Set(CONDITION_LIST);
 const CHECKS = new Set(["medicine", "constitution"]);
 const OUTCOMES = new Set(["success", "failure", "wake", "stay", "die"]);
 
@@ -43,4 +46,31 @@ export function eventHtml(event, state, t) {
     text = t("Chat.Pp", { name, amount: num(-Number(event.delta)) });
   }
   return text === null ? null : `<p class="vtt-sync-chat">${escapeHtml(text)}</p>`;
+}
+
+/** Rule events as chat messages (opt-in, per world): the story where the
+ * table already reads it. Posted by the automation client only. */
+export class Chat {
+  /** @param {VttSyncModule} mod */
+  constructor(mod) {
+    this.mod = mod;
+  }
+
+  post(patch) {
+    const mod = this.mod;
+    const state = mod.client?.state;
+    const ChatMessage = mod.env.ChatMessage;
+    if (!state || !ChatMessage?.create) return;
+    for (const event of patch.events || []) {
+      const content = eventHtml(event, state, (key, data) => mod.t(key, data));
+      if (!content) continue;
+      Promise.resolve(
+        ChatMessage.create({
+          content,
+          speaker: { alias: "vtt-sync" },
+          flags: { [MODULE_ID]: { room: mod.room, v: patch.v, kind: event.kind } },
+        }),
+      ).catch((err) => mod.report(err));
+    }
+  }
 }

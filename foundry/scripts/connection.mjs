@@ -155,3 +155,187 @@ export async function testConnection(Client, WebSocketImpl, { url, room, token, 
     client.close();
   }
 }
+
+/** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
+
+/**
+ * This user's connection to the server's room: opened at `ready` (and again
+ * when a setting changes), its status shown and reported once, the
+ * failures no retry can fix said once, in words a GM can act on.
+ */
+export class Connection {
+  /** @param {VttSyncModule} mod */
+  constructor(mod) {
+    this.mod = mod;
+    /** @type {string | null} the key of a failure no retry can fix, once reported */
+    this.final = null;
+    this.readyFired = false;
+  }
+
+  /** The page's protocol ("https:" in most hosted worlds), "" outside a browser. */
+  pageProtocol() {
+    return this.mod.env.location?.protocol ?? "";
+  }
+
+  /** This page's origin, which the server must allow (--allow-origin). */
+  pageOrigin() {
+    return this.mod.env.location?.origin ?? "";
+  }
+
+  /** The server URL as the client uses it (wss:// by default from https). */
+  serverUrl() {
+    return toWsUrl(String(this.mod.settings.get("serverUrl") ?? ""), this.pageProtocol());
+  }
+
+  connect() {
+    const mod = this.mod;
+    const old = mod.client;
+    mod.client = null;
+    old?.close();
+    const url = this.serverUrl();
+    const room = mod.room;
+    const token = mod.settings.token();
+    mod.clock.lastClock = null;
+    mod.warned.clear();
+    this.final = null;
+    if (!url || !room || !token) {
+      this.setStatus("off");
+      if (url && room && !token) this.askToken();
+      return null;
+    }
+    if (isMixedContent(url, this.pageProtocol())) {
+      // No retry can fix this: the browser refuses ws:// from an https page.
+      this.finalFailure(null, "Insecure", { url, wss: url.replace(/^ws:/i, "wss:") });
+      return null;
+    }
+    const Base = mod.env.WebSocket ?? globalThis.WebSocket;
+    const WebSocketImpl = guardedWebSocket(Base, {
+      configured: url,
+      extraHosts: parseHosts(mod.settings.get("redirectHosts")),
+      onRefused: (target) => this.finalFailure(client, "RedirectRefused", { url: target, configured: url }),
+      onInsecure: (target) =>
+        this.finalFailure(client, "Insecure", { url: target, wss: target.replace(/^ws:/i, "wss:") }),
+    });
+    const client = new mod.Client({ url, token, room, WebSocketImpl });
+    mod.client = client;
+    const mine =
+      (fn) =>
+      (...args) => {
+        if (mod.client === client) fn(...args);
+      };
+    client.on(
+      "status",
+      mine((status, detail) => this.setStatus(status, detail)),
+    );
+    client.on(
+      "patch",
+      mine((patch) => this.onPatch(patch)),
+    );
+    client.on(
+      "welcome",
+      mine((frame) => this.onWelcome(frame)),
+    );
+    client.on(
+      "state",
+      mine(() => this.onState()),
+    );
+    client.connect().catch(() => {}); // a final failure arrives as the status "failed"
+    return client;
+  }
+
+  /** A failure no retry can fix (mixed content, a redirect to a host the
+   * GM did not configure): reported once, in words a GM can act on, and
+   * the client stops (no token is sent anywhere meanwhile). */
+  finalFailure(client, key, data) {
+    const mod = this.mod;
+    if (client && mod.client !== client) return;
+    if (this.final) return;
+    this.final = key;
+    const text = mod.t(key, data);
+    mod.status = "failed";
+    mod.ui?.status("failed", text);
+    mod.env.ui?.notifications?.error?.(mod.escapeForNotice(text), { permanent: true });
+    if (client) queueMicrotask(() => client.close());
+  }
+
+  /** Every setting is filled but this user's token (a new browser, or a
+   * token that was never entered): say where it goes, once. */
+  askToken() {
+    this.mod.warnOnce("token", "TokenMissing");
+  }
+
+  /** Status changes reach the indicator; the user hears of a lost
+   * connection once, not at every retry, and once more when it is back. */
+  setStatus(status, detail = "") {
+    const mod = this.mod;
+    if (this.final) return; // reported already; the client is stopping
+    const before = mod.status;
+    mod.status = status;
+    mod.ui?.status(status, detail);
+    if (status !== before) mod.emitApi("status", status);
+    if (status === "connected") {
+      if (mod.warned.has("connection")) {
+        mod.warned.delete("connection");
+        mod.notify("info", "Reconnected");
+      }
+    } else if (status === "disconnected" && before !== "disconnected") {
+      const url = this.serverUrl();
+      if (mod.client && !mod.client.connections) {
+        // Never connected in this session: say what may be wrong. A page
+        // cannot tell a server that is down from a certificate it does not
+        // trust, so both are named.
+        const https = url.replace(/^ws/i, "http");
+        mod.warnOnce("connection", /^wss:/i.test(url) ? "UnreachableTls" : "Unreachable", {
+          url,
+          https,
+          origin: this.pageOrigin(),
+        });
+      } else {
+        mod.warnOnce("connection", "Disconnected", { url });
+      }
+    } else if (status === "failed") {
+      mod.warned.set("connection", "failed");
+      mod.notify("error", "Failed", { reason: detail });
+    }
+  }
+
+  /** The settings menu's connection test, with the settings as saved (or as typed). */
+  test(values = {}) {
+    const mod = this.mod;
+    return testConnection(mod.Client, mod.env.WebSocket ?? globalThis.WebSocket, {
+      url: values.serverUrl ?? mod.settings.get("serverUrl"),
+      room: values.room ?? mod.room,
+      token: values.token ?? mod.settings.token(),
+      pageProtocol: this.pageProtocol(),
+      extraHosts: parseHosts(values.redirectHosts ?? mod.settings.get("redirectHosts")),
+    });
+  }
+
+  onWelcome(frame) {
+    const mod = this.mod;
+    if (!this.readyFired) {
+      this.readyFired = true;
+      // For other modules: Hooks.once("vtt-sync.ready", (api) => ...), once
+      // per page, at the first welcome from the server (README, "API").
+      mod.env.Hooks.callAll("vtt-sync.ready", mod.api());
+    }
+    if (frame.role === "gm" && !mod.game.user?.isGM) {
+      mod.warnOnce("gm-token", "GmTokenOnPlayer");
+    }
+    mod.sheets.announce();
+    if (mod.isAutomation()) mod.becomeAutomation();
+  }
+
+  onPatch(patch) {
+    const mod = this.mod;
+    mod.emitApi("patch", patch);
+    if (mod.isAutomation() && mod.settings.get("chatMessages")) mod.chat.post(patch);
+  }
+
+  onState() {
+    const mod = this.mod;
+    mod.ui?.refresh();
+    mod.emitApi("state", mod.client?.state);
+    if (mod.isAutomation()) mod.scheduleSync();
+  }
+}

@@ -14,7 +14,9 @@
 // Data paths were checked against the systems' sources (foundry/README.md,
 // "What was verified").
 
-export const MODULE_ID = "vtt-sync";
+import { MODULE_ID } from "./names.mjs";
+
+export { MODULE_ID };
 
 // Server limits (rules/validate.py) the sheet's numbers are clamped to:
 // a sheet can hold anything, a refused add_character helps nobody.

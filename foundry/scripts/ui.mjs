@@ -4,13 +4,13 @@
 // functions (panelHtml, trackerHtml) that the tests render; wiring them into
 // Foundry's windows is what only a real Foundry shows (foundry/README.md).
 
-import { MODULE_ID } from "./systems.mjs";
+import { CONDITIONS as CONDITION_LIST, MODULE_ID } from "./names.mjs";
 import { escapeHtml, num } from "./html.mjs";
 
 export { escapeHtml, num };
 
 const STATUSES = ["off", "idle", "connecting", "connected", "disconnected", "failed", "closed"];
-const CONDITIONS = new Set(["conscious", "dying", "stable", "dead"]);
+const CONDITIONS = new Set(CONDITION_LIST);
 
 /**
  * What the panel shows for one actor.
@@ -18,9 +18,10 @@ const CONDITIONS = new Set(["conscious", "dying", "stable", "dead"]);
  */
 export function panelModel(mod, actor) {
   const g = mod.game;
-  const id = mod.charOf(actor);
+  const id = mod.sheets.charOf(actor);
   const char = id ? (mod.client?.state?.characters?.[id] ?? null) : null;
-  const system = mod.adapter().id;
+  const adapter = mod.sheets.adapter();
+  const system = adapter.id;
   return {
     status: mod.status,
     linked: Boolean(id),
@@ -28,8 +29,8 @@ export function panelModel(mod, actor) {
     id,
     char,
     labels: mod.labels(actor),
-    paused: mod.isPaused(actor),
-    actions: char ? mod.actionsFor(actor) : [],
+    paused: mod.sheets.isPaused(actor),
+    actions: char ? mod.sheets.actionsFor(actor) : [],
     // pf1 and other systems keep PE/PP maxima in the module's flags: the GM edits them here.
     flagMaxima:
       g.user?.isGM && system !== "sfrpg"
@@ -37,7 +38,7 @@ export function panelModel(mod, actor) {
             pe_max: actor.flags?.[MODULE_ID]?.pe_max ?? 0,
             pp_max: actor.flags?.[MODULE_ID]?.pp_max ?? 0,
             // PE max is the sheet's own under pf1's Wounds and Vigor (vigor), else a flag
-            pe: !(system === "pf1" && mod.adapter().paths(actor, mod.settingsGetter()).pe),
+            pe: !(system === "pf1" && adapter.paths(actor, mod.settings.getter()).pe),
           }
         : null,
   };
@@ -128,12 +129,12 @@ export function createUi(mod) {
   function fillPanel(panel, actor) {
     panel.innerHTML = panelHtml(panelModel(mod, actor), t);
     for (const b of panel.querySelectorAll("[data-vtt-op]")) {
-      b.addEventListener("click", () => mod.act(actor, b.dataset.vttOp, JSON.parse(b.dataset.vttArgs)));
+      b.addEventListener("click", () => mod.sheets.act(actor, b.dataset.vttOp, JSON.parse(b.dataset.vttArgs)));
     }
-    panel.querySelector('[data-vtt-gm="link"]')?.addEventListener("click", () => mod.link(actor));
-    panel.querySelector('[data-vtt-gm="unlink"]')?.addEventListener("click", () => mod.unlink(actor));
+    panel.querySelector('[data-vtt-gm="link"]')?.addEventListener("click", () => mod.sheets.link(actor));
+    panel.querySelector('[data-vtt-gm="unlink"]')?.addEventListener("click", () => mod.sheets.unlink(actor));
     const nosync = panel.querySelector('[data-vtt-gm="nosync"]');
-    nosync?.addEventListener("change", () => mod.setPaused(actor, nosync.checked));
+    nosync?.addEventListener("change", () => mod.sheets.setPaused(actor, nosync.checked));
     for (const input of panel.querySelectorAll("[data-vtt-flag]")) {
       input.addEventListener("change", () => {
         const n = Math.max(0, Math.floor(Number(input.value) || 0));
@@ -146,7 +147,7 @@ export function createUi(mod) {
     const actor = app.actor ?? app.document;
     const content = panelHost(app, html);
     if (!actor || !content) return;
-    if (!mod.game.user?.isGM && !mod.charOf(actor)) return; // nothing to show a player
+    if (!mod.game.user?.isGM && !mod.sheets.charOf(actor)) return; // nothing to show a player
     let panel = content.querySelector(":scope > .vtt-sync-panel");
     if (!panel) {
       panel = document.createElement("section");
@@ -183,8 +184,8 @@ export function createUi(mod) {
       (root.querySelector("header, .combat-tracker-header") ?? root).append(bar);
     }
     bar.innerHTML = trackerHtml(t);
-    bar.querySelector('[data-vtt-tracker="link"]').addEventListener("click", () => mod.linkCombat(combat));
-    bar.querySelector('[data-vtt-tracker="resync"]').addEventListener("click", () => mod.resync(combat));
+    bar.querySelector('[data-vtt-tracker="link"]').addEventListener("click", () => mod.turns.linkCombat(combat));
+    bar.querySelector('[data-vtt-tracker="resync"]').addEventListener("click", () => mod.turns.resync(combat));
   }
 
   /** A dialog with one OK button, on v13's DialogV2 or v12's Dialog:
@@ -250,19 +251,19 @@ export function createUi(mod) {
    * saved token is never shown); empty keeps the saved one. */
   function connectionDialog() {
     const gm = Boolean(mod.game.user?.isGM);
-    const value = (k) => escapeHtml(mod.setting(k) ?? "");
+    const value = (k) => escapeHtml(mod.settings.get(k) ?? "");
     const dis = gm ? "" : " disabled";
     const content =
       `<div class="vtt-sync-connection">` +
       `<div class="form-group"><label>${escapeHtml(t("Settings.ServerUrl.Name"))}</label><input type="text" name="serverUrl" value="${value("serverUrl")}"${dis}></div>` +
       `<div class="form-group"><label>${escapeHtml(t("Settings.Room.Name"))}</label><input type="text" name="room" value="${value("room")}"${dis}></div>` +
-      `<div class="form-group"><label>${escapeHtml(t("Settings.Token.Name"))}</label><input type="password" name="token" autocomplete="off" spellcheck="false" placeholder="${escapeHtml(t(mod.setting("token") ? "TokenSaved" : "TokenNone"))}"></div>` +
+      `<div class="form-group"><label>${escapeHtml(t("Settings.Token.Name"))}</label><input type="password" name="token" autocomplete="off" spellcheck="false" placeholder="${escapeHtml(t(mod.settings.token() ? "TokenSaved" : "TokenNone"))}"></div>` +
       `<p class="hint">${escapeHtml(t("Settings.Token.Hint"))}</p>` +
       `<p><button type="button" data-vtt-test>${escapeHtml(t("Test.Button"))}</button></p>` +
       `<p class="vtt-sync-test-result" aria-live="polite"></p></div>`;
     const read = (root) => {
       const v = (k) => root?.querySelector(`[name="${k}"]`)?.value?.trim() ?? "";
-      const out = { token: v("token") || String(mod.setting("token") || "") };
+      const out = { token: v("token") || mod.settings.token() };
       if (gm) Object.assign(out, { serverUrl: v("serverUrl"), room: v("room") });
       return out;
     };
@@ -275,9 +276,9 @@ export function createUi(mod) {
         const out = root?.querySelector(".vtt-sync-test-result");
         root?.querySelector("[data-vtt-test]")?.addEventListener("click", async () => {
           out.textContent = t("Test.running");
-          const r = await mod.testConnection(read(root));
-          const url = mod.serverUrl();
-          out.textContent = t(`Test.${r.code}`, { detail: r.detail ?? "", role: r.role ?? "", user: r.user ?? "", url, https: url.replace(/^ws/i, "http"), origin: mod.pageOrigin() });
+          const r = await mod.connection.test(read(root));
+          const url = mod.connection.serverUrl();
+          out.textContent = t(`Test.${r.code}`, { detail: r.detail ?? "", role: r.role ?? "", user: r.user ?? "", url, https: url.replace(/^ws/i, "http"), origin: mod.connection.pageOrigin() });
           out.dataset.code = r.code;
         });
       },
@@ -285,10 +286,10 @@ export function createUi(mod) {
         const values = read(root);
         const s = mod.game.settings;
         if (gm) {
-          if (values.serverUrl !== mod.setting("serverUrl")) await s.set("vtt-sync", "serverUrl", values.serverUrl);
-          if (values.room !== mod.setting("room")) await s.set("vtt-sync", "room", values.room);
+          if (values.serverUrl !== mod.settings.get("serverUrl")) await s.set("vtt-sync", "serverUrl", values.serverUrl);
+          if (values.room !== mod.settings.get("room")) await s.set("vtt-sync", "room", values.room);
         }
-        if (values.token !== mod.setting("token")) await s.set("vtt-sync", "token", values.token);
+        await mod.settings.setToken(values.token);
         return values;
       },
     });

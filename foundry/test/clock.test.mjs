@@ -43,7 +43,7 @@ for (const generation of [12, 13]) {
     assert.equal(t.state.clock, 3601);
     // The server's own clock changes (another client, a rest completing...) reach game.time.
     const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-    await t.gm.mod.link(t.gm.client.actor(aline));
+    await t.gm.mod.sheets.link(t.gm.client.actor(aline));
     await t.watcher.command("rest", { char: `fvtt-${aline}`, kind: "short" });
     await t.watcher.command("advance_clock", { seconds: 600 });
     await t.settle();
@@ -63,7 +63,7 @@ for (const generation of [12, 13]) {
   test(`v${generation}: Foundry's own combat time is turned off; the server's rounds are the only time in combat`, async () => {
     const t = await table({ generation, time: CALENDAR });
     const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-    await t.gm.mod.link(t.gm.client.actor(aline));
+    await t.gm.mod.sheets.link(t.gm.client.actor(aline));
     for (const tab of t.all) tab.env.CONFIG.time.turnTime = 3; // a world that also counts turn time
     const cid = t.world.addCombat({});
     const combat = t.gm.client.combat(cid);
@@ -93,8 +93,8 @@ for (const generation of [12, 13]) {
     const t = await table({ generation, time: CALENDAR, combatClass: "sfrpg" });
     const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
     const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet() });
-    await t.gm.mod.link(t.gm.client.actor(aline));
-    await t.gm.mod.link(t.gm.client.actor(gorgol));
+    await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+    await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
     const fired = [];
     for (const hook of ["combatTurn", "combatRound"]) t.gm.client.Hooks.on(hook, () => fired.push(hook));
     const cid = t.world.addCombat({});
@@ -146,7 +146,7 @@ test("small world-time advances are coalesced into one advance_clock per minute 
   assert.equal(t.gm.game.time.worldTime, CALENDAR + 130); // Foundry keeps its time meanwhile
   // Any other command of the module sends the held time first: a linked turn.
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   await t.settle();
   assert.equal(t.state.clock, 130);
   assertEqualClocks(t);
@@ -163,8 +163,8 @@ test("world time held when the GM's tab closes is sent when the GM is back (noth
   assert.equal(t.state.clock, 0);
   // The tab closes before the minute is over; the GM comes back in the same browser.
   t.gm.mod.client.close();
-  clearTimeout(t.gm.mod.clockTimer);
-  t.gm.mod.clockTimer = null;
+  clearTimeout(t.gm.mod.clock.timer);
+  t.gm.mod.clock.timer = null;
   t.world.disconnect(t.gm.client);
   const back = t.join(t.gmUser, t.people.gm.token, { storage });
   t.tabs[0] = back;

@@ -24,11 +24,11 @@ test("pf1: linking proposes PE/PP maxima (none in the system), so a dying charac
     ownership: { default: 0, [t.playerUser]: 3 },
   });
   const asked = [];
-  t.gm.mod.askMaxima = async (actor, proposal) => {
+  t.gm.mod.sheets.askMaxima = async (actor, proposal) => {
     asked.push(proposal);
     return proposal; // the GM accepts the proposal
   };
-  await t.gm.mod.link(t.gm.client.actor(kira));
+  await t.gm.mod.sheets.link(t.gm.client.actor(kira));
   await t.settle();
   // pf1Sheet: level 5, every ability 12 (+1): PE 5 x (6 + 1) = 35, PP 5/2 + 1 = 3.
   assert.deepEqual(asked, [{ pe_max: 35, pp_max: 3 }]);
@@ -41,8 +41,8 @@ test("pf1: linking proposes PE/PP maxima (none in the system), so a dying charac
   assert.deepEqual(ops, ["stabilize"]);
   // A GM who cancels links nothing.
   const other = await t.actor({ name: "Zed", system: pf1Sheet() });
-  t.gm.mod.askMaxima = async () => null;
-  assert.equal(await t.gm.mod.link(t.gm.client.actor(other)), null);
+  t.gm.mod.sheets.askMaxima = async () => null;
+  assert.equal(await t.gm.mod.sheets.link(t.gm.client.actor(other)), null);
   assert.equal(t.state.characters[`fvtt-${other}`], undefined);
   t.assertClean();
   t.close();
@@ -134,9 +134,9 @@ test("the token is kept in the browser: a v12 -> v13 upgrade keeps it; a v13 tok
 test("don't sync: the actor stays linked and in the combat, its sheet is left alone", async () => {
   const t = await table();
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const ca = `fvtt-${aline}`;
-  await t.gm.mod.setPaused(t.gm.client.actor(aline), true);
+  await t.gm.mod.sheets.setPaused(t.gm.client.actor(aline), true);
   await t.settle();
   await t.watcher.command("damage", { char: ca, amount: 5 });
   await t.settle();
@@ -147,7 +147,7 @@ test("don't sync: the actor stays linked and in the combat, its sheet is left al
   assert.equal(t.state.characters[ca].pv, 20);
   assert.equal(t.gm.client.actor(aline).system.attributes.hp.value, 3);
   assert.match(panelHtml(panelModel(t.gm.mod, t.gm.client.actor(aline)), (k) => k), /checked> NoSync/);
-  await t.gm.mod.setPaused(t.gm.client.actor(aline), false); // back: the server's values again
+  await t.gm.mod.sheets.setPaused(t.gm.client.actor(aline), false); // back: the server's values again
   await t.settle();
   assert.equal(t.gm.client.actor(aline).system.attributes.sp.value, 10);
   assert.equal(t.gm.client.actor(aline).system.attributes.hp.value, 20);
@@ -158,7 +158,7 @@ test("don't sync: the actor stays linked and in the combat, its sheet is left al
 test("rule events become chat messages when the world opts in, once (the automation client posts)", async () => {
   const t = await table();
   const aline = await t.actor({ name: "Kira", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const ca = `fvtt-${aline}`;
   await t.watcher.command("damage", { char: ca, amount: 3 }); // off by default
   await t.settle();
@@ -184,7 +184,7 @@ test("vtt-sync.ready fires once with the API; the API answers for an actor and r
   };
   const t = await table();
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const api = t.gm.mod.api();
   assert.equal(api.status, "connected");
   assert.equal(api.charId(t.gm.client.actor(aline)), `fvtt-${aline}`);
@@ -219,14 +219,14 @@ test("vtt-sync.ready fires once with the API; the API answers for an actor and r
 test("the settings menu's connection test says what is wrong", async () => {
   const t = await table();
   const mod = t.player.mod;
-  assert.equal((await mod.testConnection()).code, "ok");
-  assert.deepEqual(await mod.testConnection(), { code: "ok", role: "player", user: t.people.Paul.user, room: t.room });
-  assert.equal((await mod.testConnection({ token: "not-a-token" })).code, "refused");
-  assert.equal((await mod.testConnection({ room: "no-such-room" })).code, "refused");
-  assert.equal((await mod.testConnection({ room: "" })).code, "empty");
-  assert.equal((await mod.testConnection({ serverUrl: "ws://127.0.0.1:9" })).code, "unreachable");
+  assert.equal((await mod.connection.test()).code, "ok");
+  assert.deepEqual(await mod.connection.test(), { code: "ok", role: "player", user: t.people.Paul.user, room: t.room });
+  assert.equal((await mod.connection.test({ token: "not-a-token" })).code, "refused");
+  assert.equal((await mod.connection.test({ room: "no-such-room" })).code, "refused");
+  assert.equal((await mod.connection.test({ room: "" })).code, "empty");
+  assert.equal((await mod.connection.test({ serverUrl: "ws://127.0.0.1:9" })).code, "unreachable");
   t.player.env.location = { protocol: "https:" };
-  assert.deepEqual(await mod.testConnection({ serverUrl: "ws://vtt.example.org:8765" }), {
+  assert.deepEqual(await mod.connection.test({ serverUrl: "ws://vtt.example.org:8765" }), {
     code: "insecure",
     detail: "ws://vtt.example.org:8765",
   });

@@ -149,18 +149,18 @@ export class Table {
         this.watcher.version,
         this.all.map((t) => [
           t.mod.client?.version,
-          t.mod.orderTimers.size,
-          t.mod.syncScheduled,
-          Boolean(t.mod.clockTimer),
+          t.mod.pending(),
         ]),
         this.world.time,
       ]);
-      const busy = this.all.some(
-        (t) =>
-          t.mod.orderTimers.size ||
-          (t.mod.clockTimer && t.mod.clockWindowMs <= 1000) || // a short window is waited for
-          (t.mod.client && t.mod.client.version !== this.watcher.version),
-      );
+      const busy = this.all.some((t) => {
+        const p = t.mod.pending();
+        return (
+          p.orders ||
+          (p.clockHeld && p.clockWindowMs <= 1000) || // a short window is waited for
+          (t.mod.client && t.mod.client.version !== this.watcher.version)
+        );
+      });
       if (sig === last && !busy) stable += 1;
       else stable = 0;
       last = sig;

@@ -21,8 +21,8 @@ async function combatTable(opts) {
   });
   const monster = await t.actor({ name: "Monster", type: "npc", system: sfrpgSheet() });
   const gm = t.gm;
-  await gm.mod.link(gm.client.actor(aline));
-  await gm.mod.link(gm.client.actor(gorgol));
+  await gm.mod.sheets.link(gm.client.actor(aline));
+  await gm.mod.sheets.link(gm.client.actor(gorgol));
   const cid = t.world.addCombat({});
   await gm.client.combat(cid).createEmbeddedDocuments("Combatant", [
     { actorId: aline, initiative: 20 },
@@ -121,7 +121,7 @@ test("tracker edits mid-combat become set_order; the server's turn follows the t
   assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 1, round: 1 });
   // A newcomer with the highest initiative acts from the next round.
   const bastien = await t.actor({ name: "Bastien", system: sfrpgSheet({ hp: 30, hpMax: 30 }) });
-  await t.gm.mod.link(t.gm.client.actor(bastien));
+  await t.gm.mod.sheets.link(t.gm.client.actor(bastien));
   const cb = `fvtt-${bastien}`;
   await combat.createEmbeddedDocuments("Combatant", [{ actorId: bastien, initiative: 25 }]);
   await t.settle();
@@ -225,8 +225,8 @@ test("a combat already running when the module is set up: 'link combatants' star
     ],
   });
   const combat = t.gm.client.combat(cid);
-  t.gm.mod.seen.set(cid, 3);
-  await t.gm.mod.linkCombat(combat);
+  t.gm.mod.turns.seen.set(cid, 3);
+  await t.gm.mod.turns.linkCombat(combat);
   await t.settle();
   const [ca, cm, cg] = [`fvtt-${aline}`, `fvtt-${monster}`, `fvtt-${gorgol}`];
   assert.equal(combat.getFlag("vtt-sync", "room"), t.room);
@@ -234,7 +234,7 @@ test("a combat already running when the module is set up: 'link combatants' star
   assert.equal(t.state.combat.order[t.state.combat.turn], cm);
   // The GM decides the monster stays Foundry's only: the server's order drops it,
   // and the turn goes to the next linked combatant to act.
-  await t.gm.mod.unlink(t.gm.client.actor(monster));
+  await t.gm.mod.sheets.unlink(t.gm.client.actor(monster));
   await t.settle();
   assert.deepEqual(t.state.combat.order, [ca, cg]);
   assert.equal(t.state.combat.order[t.state.combat.turn], cg); // next linked to act in Foundry's round 3

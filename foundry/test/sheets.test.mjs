@@ -25,7 +25,7 @@ test("sfrpg: a dying actor's sheet values and conditions follow the server; a pl
     type: "npc",
     system: sfrpgSheet({ hp: 7, hpMax: 7, sp: 4, spMax: 4, rp: 2, rpMax: 2, level: 1 }),
   });
-  for (const id of [aline, bastien, gorgol]) await t.gm.mod.link(t.gm.client.actor(id));
+  for (const id of [aline, bastien, gorgol]) await t.gm.mod.sheets.link(t.gm.client.actor(id));
   await t.settle();
   const [ca, cb, cg] = [aline, bastien, gorgol].map((id) => `fvtt-${id}`);
   // Linked from the sheets; owners from Foundry's ownership (Paul's client told the GM its server user).
@@ -64,10 +64,10 @@ test("sfrpg: a dying actor's sheet values and conditions follow the server; a pl
   // Paul's first aid on Aline from Bastien's sheet, with his own token (the GM queued a natural 20).
   await t.watcher.command("queue_rolls", { rolls: [20] });
   await t.settle();
-  const offered = t.player.mod.actionsFor(t.player.client.actor(bastien));
+  const offered = t.player.mod.sheets.actionsFor(t.player.client.actor(bastien));
   const aid = offered.find((x) => x.op === "first_aid" && x.args.patient === ca);
   assert.ok(aid, JSON.stringify(offered));
-  const ack = await t.player.mod.act(t.player.client.actor(bastien), aid.op, aid.args);
+  const ack = await t.player.mod.sheets.act(t.player.client.actor(bastien), aid.op, aid.args);
   assert.ok(ack?.v);
   await t.settle();
   const patch = t.seenPatches.find((p) => p.v === ack.v);
@@ -97,7 +97,7 @@ test("sfrpg: a dying actor's sheet values and conditions follow the server; a pl
 test("sfrpg: the sheet owns the maxima: a GM's edit of max HP goes to the server, current values follow", async () => {
   const t = await table();
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const ca = `fvtt-${aline}`;
   await t.gm.client.actor(aline).update({ "system.attributes.hp.max": 25, "system.attributes.rp.max": 4 });
   await t.settle();
@@ -124,7 +124,7 @@ test("pf1: HP kept as pf1's offset, PE and PP in the module's flags, conditions 
     system: pf1Sheet({ hpMax: 24, hpOffset: -4 }),
     flags: { "vtt-sync": { pe_max: 5, pp_max: 4 } },
   });
-  await t.gm.mod.link(t.gm.client.actor(valeros));
+  await t.gm.mod.sheets.link(t.gm.client.actor(valeros));
   const cv = `fvtt-${valeros}`;
   let c = t.state.characters[cv];
   assert.deepEqual([c.pv, c.pv_max, c.pe, c.pe_max, c.pp, c.pp_max, c.medicine], [20, 24, 5, 5, 4, 4, 6]);
@@ -163,7 +163,7 @@ test("pf1 with Wounds and Vigor: vigor is PE, wounds are PV", async () => {
     });
   }
   const seelah = await t.actor({ name: "Seelah", system: pf1Sheet(), flags: { "vtt-sync": { pp_max: 3 } } });
-  await t.gm.mod.link(t.gm.client.actor(seelah));
+  await t.gm.mod.sheets.link(t.gm.client.actor(seelah));
   const cs = `fvtt-${seelah}`;
   let c = t.state.characters[cs];
   assert.deepEqual([c.pv, c.pv_max, c.pe, c.pe_max, c.pp_max], [12, 12, 9, 9, 3]);
@@ -194,7 +194,7 @@ test("another system: HP where the system keeps them, PE/PP in flags, Foundry's 
     },
     flags: { "vtt-sync": { pe_max: 10, pp_max: 2 } },
   });
-  await t.gm.mod.link(t.gm.client.actor(id));
+  await t.gm.mod.sheets.link(t.gm.client.actor(id));
   const cid = `fvtt-${id}`;
   const c = t.state.characters[cid];
   assert.deepEqual([c.pv, c.pe, c.pp, c.level, c.abilities.con], [30, 10, 2, 5, 16]);
