@@ -79,7 +79,8 @@ export class Settings {
     // The world time of the server's second 0, per room (game.time = clock + offset).
     s.register(MODULE_ID, "clock", { scope: "world", config: false, type: Object, default: {} });
     const Menu = this.mod.ui?.MenuClass;
-    if (Menu) {
+    if (!Menu) return;
+    try {
       s.registerMenu(MODULE_ID, "connection", {
         name: "VTTSYNC.Menu.Name",
         label: "VTTSYNC.Menu.Label",
@@ -88,6 +89,9 @@ export class Settings {
         type: Menu,
         restricted: false, // each user tests (and enters) their own token
       });
+    } catch (err) {
+      this.mod.errors.push(err); // the settings are registered: the module works without its menu
+      console.error("vtt-sync: the settings menu was refused", err);
     }
   }
 

@@ -34,9 +34,15 @@ export class Turns {
   /** @param {VttSyncModule} mod */
   constructor(mod) {
     this.mod = mod;
-    this.seen = new Map(); // combat id -> the round this client last saw (start detection)
+    /** combat id -> the tracker's position when this client last saw the
+     * combat ({round, turn, combatantId}): where a turn change starts from. */
+    this.positions = new Map();
     this.offsets = new Map(); // combat id -> Foundry round minus server round
     this.orderTimers = new Map();
+    /** combat id -> the position of a current combatant that was removed:
+     * the turns before it have been played, whatever Foundry's tracker
+     * shows next (see trackerTurn). */
+    this.floors = new Map();
   }
 
   get game() {
@@ -51,9 +57,8 @@ export class Turns {
   register(H) {
     H.on("combatStart", (combat, data) => this.onCombatStart(combat, data));
     H.on("preUpdateCombat", (combat, changed, options) => this.onPreUpdateCombat(combat, changed, options));
-    H.on("updateCombat", (combat, changed) => this.onUpdateCombat(combat, changed));
-    H.on("combatTurnChange", (combat, prior, current) => this.onTurnChange(combat, prior, current));
-    H.on("createCombat", (combat) => this.seen.set(combat.id, combat.round ?? 0));
+    H.on("updateCombat", (combat, changed, options) => this.onUpdateCombat(combat, changed, options));
+    H.on("createCombat", (combat) => this.positions.set(combat.id, this.position(combat)));
     H.on("deleteCombat", (combat) => this.onDeleteCombat(combat));
     for (const hook of ["createCombatant", "deleteCombatant", "updateCombatant"]) {
       H.on(hook, (combatant) => this.scheduleOrder(combatant.parent ?? combatant.combat));
@@ -61,7 +66,12 @@ export class Turns {
   }
 
   ready() {
-    for (const combat of this.game.combats ?? []) this.seen.set(combat.id, combat.round ?? 0);
+    for (const combat of this.game.combats ?? []) this.positions.set(combat.id, this.position(combat));
+  }
+
+  /** Where the tracker is: its round, turn, and the combatant whose turn it is. */
+  position(combat) {
+    return { round: combat.round ?? 0, turn: combat.turn ?? null, combatantId: combat.combatant?.id ?? null };
   }
 
   isLinked(combat) {
@@ -102,13 +112,27 @@ export class Turns {
     return Boolean(room) && (f.room ?? changed?.[`flags.${MODULE_ID}.room`]) === room;
   }
 
-  onUpdateCombat(combat, changed) {
-    const before = this.seen.get(combat.id) ?? 0;
-    this.seen.set(combat.id, combat.round ?? 0);
+  /**
+   * The combat changed (on every client, once per update, in order). A
+   * change of round or turn is read here, from the position this client
+   * saw before: not from combatTurnChange, whose `prior` is v13's one live
+   * `previous` object (two quick Next Turns overwrite it before the first
+   * hook runs, which comes after awaited turn events: Foundry v13
+   * client/documents/combat.mjs, #recordPreviousState and
+   * #triggerTurnEvents), and which v12's active GM does not fire when
+   * nothing advanced, a step back included (v12 Combat#_manageTurnEvents).
+   */
+  onUpdateCombat(combat, changed, options) {
+    const prior = this.positions.get(combat.id) ?? null;
+    const now = this.position(combat);
+    this.positions.set(combat.id, now);
     if (!this.isLinked(combat) || !this.mod.isAutomation()) return;
-    if (changed && "round" in changed && before === 0 && combat.round >= 1) {
-      const at = { round: combat.round, index: combat.turn ?? 0 }; // later turns are queued after this
+    if (!changed || !("round" in changed || "turn" in changed) || options?.[TAG]) return;
+    if ((prior?.round ?? 0) === 0 && now.round >= 1) {
+      const at = { round: now.round, index: now.turn ?? 0 }; // later turns are queued after this
       this.mod.enqueue(() => this.startCombat(combat, at));
+    } else if (prior) {
+      this.moved(combat, prior, now);
     }
   }
 
@@ -162,7 +186,7 @@ export class Turns {
 
   onDeleteCombat(combat) {
     const mod = this.mod;
-    this.seen.delete(combat.id);
+    this.positions.delete(combat.id);
     if (!this.isLinked(combat) || !mod.isAutomation()) return;
     if (combat.started) mod.clock.combatEnded(Date.now());
     mod.enqueue(async () => {
@@ -216,7 +240,13 @@ export class Turns {
    * unlinked combatants act): the server keeps its turn.
    */
   trackerTurn(combat, order, s) {
-    const at = { round: combat.round, index: combat.turn ?? 0 };
+    let at = { round: combat.round, index: combat.turn ?? 0 };
+    const floor = this.floors.get(combat.id);
+    this.floors.delete(combat.id);
+    // The current combatant was removed and Foundry went back to an earlier
+    // one (v12, sfrpg: the previous survivor): that one has played its turn,
+    // so the server's turn goes to the one after the removed combatant.
+    if (floor && comparePositions(floor, at) > 0) at = floor;
     const expected = expectedTurn(this.charsOf(combat), order, at, this.roundOffset(combat));
     if (!expected) return null;
     if (expected.round === s.round) return order.indexOf(expected.char);
@@ -224,15 +254,17 @@ export class Turns {
     return null;
   }
 
-  /** Foundry's tracker moved (on every client, after the update). */
-  onTurnChange(combat, prior, current) {
+  /** Foundry's tracker moved from `prior` to `current` (positions). */
+  moved(combat, prior, current) {
     const mod = this.mod;
-    if (!this.isLinked(combat) || !mod.isAutomation()) return;
-    if (!prior?.round) return; // the start: onUpdateCombat
+    if (!prior.round) return;
     const turns = combat.turns ?? [];
     const byId = (id) => turns.findIndex((t) => t.id === id);
     if (prior.combatantId && byId(prior.combatantId) < 0) {
-      this.scheduleOrder(combat); // the current combatant was removed: a tracker edit
+      // The current combatant was removed: a tracker edit. In the new
+      // order, the combatant after it stands at its old index.
+      this.floors.set(combat.id, { round: prior.round, index: prior.turn ?? 0 });
+      this.scheduleOrder(combat);
       return;
     }
     if (prior.combatantId && prior.combatantId === current.combatantId && prior.round === current.round) {

@@ -122,6 +122,27 @@ export function panelHost(app, html) {
   return within(win) ?? within(root) ?? root?.closest?.(".window-content") ?? root;
 }
 
+/**
+ * registerMenu's `type`. Foundry refuses (throws, at `init`) anything but a
+ * FormApplication or ApplicationV2 subclass (ClientSettings#registerMenu;
+ * foundry-vtt-types v12.331.5 client/core/settings.d.mts, RegisterSubmenu
+ * `type`). An ApplicationV2 subclass (in `foundry.applications.api` on v12
+ * and v13) whose render() opens the connection dialog: Foundry's settings
+ * window constructs it and renders it (SettingsConfig#_onClickSubmenu), as
+ * foundry-rest-api's settings menu (ConnectionSettingsApp) does. Null when
+ * Foundry has no ApplicationV2: no menu then, never a class Foundry refuses.
+ */
+export function menuClass(env, open) {
+  const Base = env.foundry?.applications?.api?.ApplicationV2;
+  if (!Base) return null;
+  return class ConnectionMenu extends Base {
+    async render() {
+      open();
+      return this;
+    }
+  };
+}
+
 export function createUi(mod) {
   const t = (key, data) => mod.t(key, data);
   let indicator = null;
@@ -306,19 +327,11 @@ export function createUi(mod) {
     }
   }
 
-  /** registerMenu's `type`: Foundry constructs it and calls render(). */
-  class ConnectionMenu {
-    render() {
-      connectionDialog();
-      return this;
-    }
-  }
-
   return {
     askMaxima,
     connectionDialog,
     maskToken,
-    MenuClass: ConnectionMenu,
+    MenuClass: menuClass(mod.env, connectionDialog),
     register(Hooks) {
       Hooks.on("renderSettingsConfig", maskToken);
       Hooks.on("renderActorSheet", onSheet); // AppV1 sheets (sfrpg, pf1)

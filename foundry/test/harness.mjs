@@ -199,9 +199,36 @@ export class Table {
   }
 
   close() {
-    for (const t of this.all) t.mod.client?.close();
+    for (const t of this.all) {
+      t.mod.client?.close();
+      clearTimeout(t.mod.clock.timer);
+      for (const timer of t.mod.turns.orderTimers.values()) clearTimeout(timer);
+    }
     this.watcher?.close();
   }
+}
+
+/** Just enough DOM for the module's UI outside a browser (the indicator it
+ * adds at ready, the panels it looks for): elements record what is done to
+ * them. The DOM itself is tested in Chromium (tests/foundry/). */
+export function fakeDocument() {
+  const appended = [];
+  const element = () => ({
+    dataset: {},
+    classList: { add() {}, remove() {}, toggle() {} },
+    append() {},
+    prepend() {},
+    addEventListener() {},
+    querySelector: () => null,
+    querySelectorAll: () => [],
+  });
+  return {
+    appended,
+    getElementById: () => null,
+    createElement: element,
+    body: { append: (e) => appended.push(e) },
+    querySelectorAll: () => [],
+  };
 }
 
 /** The clock seen on one client, in server seconds. */
@@ -221,8 +248,14 @@ export function serverForFile(prefix) {
   after(async () => {
     await server?.stop();
   });
+  const tables = [];
+  after(() => {
+    for (const t of tables) t.close(); // a failed test's table too: no client left retrying
+  });
   return (opts = {}) => {
     rooms += 1;
-    return new Table(server, { room: `${prefix}${rooms}`, ...opts }).open();
+    const t = new Table(server, { room: `${prefix}${rooms}`, ...opts });
+    tables.push(t);
+    return t.open();
   };
 }

@@ -8,7 +8,8 @@ import { join, relative } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 
-import { World } from "./standin.mjs";
+import { fakeDocument } from "./harness.mjs";
+import { ApplicationV2, World } from "./standin.mjs";
 
 const FOUNDRY = new URL("../", import.meta.url).pathname;
 const REPO = new URL("../../", import.meta.url).pathname;
@@ -112,21 +113,8 @@ test("the built main.mjs loads in a stand-in Foundry, registers its settings and
   const client = world.connect(gm);
   const modules = new Map([["vtt-sync", { id: "vtt-sync" }]]);
   // Just enough DOM for the indicator the module adds at ready.
-  const appended = [];
-  const element = () => ({
-    dataset: {},
-    classList: { add() {}, remove() {}, toggle() {} },
-    append() {},
-    prepend() {},
-    querySelector: () => null,
-    querySelectorAll: () => [],
-  });
-  const document = {
-    getElementById: () => null,
-    createElement: element,
-    body: { append: (e) => appended.push(e) },
-    querySelectorAll: () => [],
-  };
+  const document = fakeDocument();
+  const appended = document.appended;
   Object.assign(globalThis, client.env, { game: { ...client.env.game, modules }, document });
   try {
     await import(pathToFileURL(join(folder, "scripts/main.mjs")).href);
@@ -138,8 +126,8 @@ test("the built main.mjs loads in a stand-in Foundry, registers its settings and
     assert.equal(client.registered.get("vtt-sync.token").scope, "client");
     assert.ok(modules.get("vtt-sync").api);
     assert.equal(client.menus.get("vtt-sync.connection").restricted, false); // every user tests their own token
-    assert.equal(typeof client.menus.get("vtt-sync.connection").type, "function");
-    assert.ok(client.Hooks.handlers.get("combatTurnChange")?.length);
+    assert.ok(client.menus.get("vtt-sync.connection").type.prototype instanceof ApplicationV2); // Foundry refuses anything else
+    assert.ok(client.Hooks.handlers.get("updateCombat")?.length);
     assert.equal(modules.get("vtt-sync").api.status, "off"); // not configured: no connection, no error
     assert.deepEqual(client.Hooks.errors, []);
     assert.equal(appended[0].id, "vtt-sync-indicator");
