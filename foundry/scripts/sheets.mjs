@@ -15,6 +15,9 @@ export class Sheets {
   /** @param {VttSyncModule} mod */
   constructor(mod) {
     this.mod = mod;
+    /** The open sheets of this client -> {actor, values}: the server-owned
+     * values each sheet showed when it was last drawn. */
+    this.shown = new Map();
   }
 
   get game() {
@@ -30,6 +33,25 @@ export class Sheets {
     H.on("preUpdateActor", (actor, changed, options) => this.onPreUpdateActor(actor, changed, options));
     H.on("updateActor", (actor, changed, options) => this.onUpdateActor(actor, changed, options));
     H.on("updateUser", (user, changed) => this.onUpdateUser(user, changed));
+    // AppV1 sheets (sfrpg, pf1; "renderActorSheet" fires for every actor
+    // sheet class) and v13's AppV2 ones.
+    for (const name of ["ActorSheet", "ActorSheetV2"]) {
+      H.on(`render${name}`, (app) => this.onSheetDrawn(app));
+      H.on(`close${name}`, (app) => this.shown.delete(app));
+    }
+  }
+
+  /** A sheet was drawn: remember the server-owned values it shows. */
+  onSheetDrawn(app) {
+    const actor = app?.actor ?? app?.document;
+    if (actor && this.charOf(actor)) this.shown.set(app, { actor, values: this.values(actor) });
+  }
+
+  /** The server-owned values an actor holds now ({pv, pe, pp}), read the
+   * way a sheet's update is (systems.mjs `edits`), from a copy. */
+  values(actor) {
+    const data = structuredClone({ system: actor.system ?? {}, flags: actor.flags ?? {} });
+    return this.adapter().edits(actor, data, this.mod.settings.getter());
   }
 
   adapter() {
@@ -269,15 +291,28 @@ export class Sheets {
     await this.mod.command("update_character", { char: id, set }, { id: `sheet:${id}:${key}@${this.client.version}` });
   }
 
-  /** An edit of PV, PE or PP on a sheet (on the client making it): removed
-   * from the update; from a GM it becomes the server commands it stands for
-   * (damage, heal, a correction), the sheet then shows the server's result. */
+  /**
+   * PV, PE and PP in an update made on this client (not by the module) are
+   * removed from it: the server owns them. Foundry runs this hook on the
+   * submitted change, before its diff, and an AppV1 sheet (sfrpg's) submits
+   * every input of its form: a value is an edit only if it differs from the
+   * actor's and from what the actor's open sheets showed (a sheet drawn
+   * before the server's last change submits its older values: not an edit).
+   * A GM's edit becomes the server commands it stands for (damage, heal, a
+   * correction), the sheet then shows the server's result; a player is told
+   * to use the actions.
+   */
   onPreUpdateActor(actor, changed, options) {
     const mod = this.mod;
     if (options?.[TAG]) return;
     const id = this.charOf(actor);
     if (!id || this.isPaused(actor)) return;
     const edits = this.adapter().edits(actor, changed, mod.settings.getter());
+    const now = this.values(actor);
+    const drawn = [...this.shown.values()].filter((s) => s.actor === actor || s.actor.uuid === actor.uuid);
+    for (const [k, v] of Object.entries(edits)) {
+      if (v === now[k] || drawn.some((s) => s.values[k] === v)) delete edits[k];
+    }
     if (!Object.keys(edits).length) return;
     if (!this.client?.connected) {
       mod.notify("warn", "EditOffline", { name: actor.name, ...mod.labels(actor) });

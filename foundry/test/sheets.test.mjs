@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { pf1Sheet, serverForFile, sfrpgSheet } from "./harness.mjs";
+import { SfrpgActorSheet } from "./standin.mjs";
 
 const table = serverForFile("s");
 
@@ -206,6 +207,52 @@ test("another system: HP where the system keeps them, PE/PP in flags, Foundry's 
   await t.settle();
   assert.equal(t.state.characters[cid].condition, "dead");
   assert.deepEqual(conditions(t.player, id), ["dead"]);
+  t.assertClean();
+  t.close();
+});
+
+// Issue 32, item 2: sfrpg's AppV1 sheets submit the whole form (every input,
+// HP/SP/RP included, changed or not) and Foundry runs preUpdateActor on that
+// before diffing. A player's edit of any field raised "the server keeps..."
+// and a GM's sheet drawn before a PP loss put the older PP back.
+test("sfrpg: a whole-form submit changes only what the user changed; a sheet drawn before a PP loss does not put it back", async () => {
+  const t = await table();
+  const aline = await t.actor({ name: "Aline", system: sfrpgSheet(), ownership: { default: 0, [t.playerUser]: 3 } });
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+  const ca = `fvtt-${aline}`;
+  await t.settle();
+  // Paul renames his character on his sheet: the name goes to the server, no word about HP.
+  const paulSheet = new SfrpgActorSheet(t.player.client.actor(aline), t.player.client.Hooks);
+  await paulSheet.render();
+  await paulSheet.submit({ name: "Aline the brave" });
+  await t.settle();
+  assert.equal(t.state.characters[ca].name, "Aline the brave");
+  assert.deepEqual(t.player.client.notifications, []);
+  // Dying (the GM's damage), the GM's sheet drawn; then a round passes: 1 RP lost.
+  await t.watcher.command("damage", { char: ca, amount: 35 });
+  await t.settle();
+  const sheet = new SfrpgActorSheet(t.gm.client.actor(aline), t.gm.client.Hooks);
+  await sheet.render();
+  assert.equal(sheet.inputs["system.attributes.rp.value"], 6);
+  // The GM edits the level while the PP loss is being written: the sheet,
+  // not drawn again yet, submits RP 6.
+  let submitted = null;
+  t.gm.client.Hooks.on("updateActor", (actor, changed) => {
+    if (submitted || changed.system?.attributes?.rp?.value !== 5) return;
+    submitted = sheet.submit({ "system.details.level.value": 4 });
+  });
+  await t.watcher.command("advance_clock", { seconds: 6 });
+  await t.settle();
+  await submitted;
+  await t.settle();
+  assert.equal(sheet.inputs["system.attributes.rp.value"], 5); // drawn again since
+  const c = t.state.characters[ca];
+  assert.deepEqual([c.pp, c.level], [5, 4]);
+  for (const tab of t.all) assert.equal(tab.client.actor(aline).system.attributes.rp.value, 5);
+  // A real edit on the sheet drawn now: HP 0 -> 3 is a heal.
+  await sheet.submit({ "system.attributes.hp.value": 3 });
+  await t.settle();
+  assert.equal(t.state.characters[ca].pv, 3);
   t.assertClean();
   t.close();
 });
