@@ -269,7 +269,7 @@ export class Clock {
    * round and the module mirrors it, so Foundry's own advance is set to 0
    * (v12 `advanceTime`, v13 `worldTime.delta`). */
   zeroCombatTime(combat, options) {
-    if (!options || !this.mod.turns.isLinked(combat)) return;
+    if (!options || !this.mod.turns.serverHolds(combat)) return;
     if (options.worldTime && typeof options.worldTime === "object") options.worldTime.delta = 0;
     if ("advanceTime" in options || !options.worldTime) options.advanceTime = 0;
   }

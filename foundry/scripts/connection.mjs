@@ -201,6 +201,7 @@ export class Connection {
     if (!url || !room || !token) {
       this.setStatus("off");
       if (url && room && !token) this.askToken();
+      mod.users.withdraw();
       return null;
     }
     if (isMixedContent(url, this.pageProtocol())) {
@@ -255,6 +256,7 @@ export class Connection {
     mod.status = "failed";
     mod.ui?.status("failed", text);
     mod.env.ui?.notifications?.error?.(mod.escapeForNotice(text), { permanent: true });
+    mod.users.withdraw();
     if (client) queueMicrotask(() => client.close());
   }
 
@@ -296,6 +298,8 @@ export class Connection {
     } else if (status === "failed") {
       mod.warned.set("connection", "failed");
       mod.notify("error", "Failed", { reason: detail });
+      mod.users.withdraw();
+      mod.users.onUsersChanged();
     }
   }
 
@@ -322,8 +326,8 @@ export class Connection {
     if (frame.role === "gm" && !mod.game.user?.isGM) {
       mod.warnOnce("gm-token", "GmTokenOnPlayer");
     }
-    mod.sheets.announce();
-    if (mod.isAutomation()) mod.becomeAutomation();
+    mod.users.announce();
+    mod.users.onUsersChanged();
   }
 
   onPatch(patch) {

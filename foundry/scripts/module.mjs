@@ -6,8 +6,9 @@
 //   clock.mjs       world time, counted once (Foundry's and the server's)
 //   sheets.mjs      actors: links, the server's values on sheets, sheet edits, actions
 //   chat.mjs        rule events as chat messages
+//   users.mjs       logins, owners, which client sends automation
 // This file holds what they share: the client, the work queue, the
-// notifications, the API, and which client sends automation.
+// notifications and the API.
 //
 // Written against injected globals (`env`: Hooks, game, ui, CONFIG...) so
 // that node --test runs it with a stand-in of Foundry against a real server
@@ -16,10 +17,13 @@
 // Who does what:
 // - Every client connects with its own user's token (a player's actions go
 //   with the player's token).
-// - Only the active GM (`game.users.activeGM?.isSelf`) sends automation:
-//   turns, time, tracker edits, and the writes that show the server's values
-//   on the sheets. Its commands carry ids derived from the Foundry event, so
-//   a second tab of the same GM, or a hook fired twice, applies once.
+// - One GM's client sends automation (users.mjs: the first active GM, in
+//   Foundry's order, that the server welcomed as a GM): turns, time, tracker
+//   edits, and the writes that show the server's values on the sheets. Its
+//   commands carry ids derived from the Foundry event, so a second tab of
+//   the same GM, or a hook fired twice, applies once. With no such client,
+//   the users who move a turn are told, and the GM who comes back sends
+//   what was missed.
 // - The client that makes an edit (a sheet's HP, a tracker step back) checks
 //   it before Foundry applies it (pre-hooks run there only).
 
@@ -31,6 +35,7 @@ import { MODULE_ID, TAG } from "./names.mjs";
 import { Settings } from "./settings.mjs";
 import { Sheets } from "./sheets.mjs";
 import { Turns } from "./turns.mjs";
+import { Users } from "./users.mjs";
 
 export { MODULE_ID, TAG, toWsUrl };
 
@@ -54,7 +59,6 @@ export class VttSyncModule {
     this.queue = Promise.resolve();
     this.syncScheduled = false;
     this.warned = new Map(); // key -> message shown, so a state is reported once
-    this.wasAutomation = false;
     this.errors = [];
     this.apiListeners = new Map();
     this.settings = new Settings(this);
@@ -62,6 +66,7 @@ export class VttSyncModule {
     this.clock = new Clock(this, { windowMs: clockWindowMs, batchSeconds: clockBatchSeconds });
     this.turns = new Turns(this);
     this.sheets = new Sheets(this);
+    this.users = new Users(this);
     this.chat = new Chat(this);
     this.ui = createUi ? createUi(this) : null;
   }
@@ -142,7 +147,7 @@ export class VttSyncModule {
     this.turns.register(H);
     this.clock.register(H);
     this.sheets.register(H);
-    H.on("userConnected", () => this.onUsersChanged());
+    this.users.register(H);
     this.ui?.register(H);
     return this;
   }
@@ -167,35 +172,28 @@ export class VttSyncModule {
 
   // ------------------------------------------------------------ automation
 
-  /** Is this client the one that sends automation? The active GM's, once
-   * the server welcomed it as a GM; also while the connection is down, so
-   * that what happens meanwhile is sent when it is back (the client keeps
-   * the commands and resends them under their ids). */
+  /** Is this client the one that sends automation? (users.mjs) */
   isAutomation() {
-    const g = this.game;
-    const c = this.client;
-    return Boolean(
-      c && c.role === "gm" && c.status !== "failed" && c.status !== "closed" && g.user?.isGM && g.users?.activeGM?.isSelf,
-    );
+    return this.users.isSelf();
   }
 
-  /** A user connected or left: the active GM may have changed. */
-  onUsersChanged() {
-    const now = this.isAutomation();
-    if (now && !this.wasAutomation) this.becomeAutomation();
-    this.wasAutomation = now;
-  }
-
-  /** This client now sends automation: bring everything in step. */
+  /** This client now sends automation: bring everything in step. The
+   * turns the tracker passed while no client sent automation are sent
+   * first (the server's clock moves with the rounds they end), then
+   * Foundry's time follows the server's, then the sheets. */
   becomeAutomation() {
-    this.wasAutomation = true;
+    this.users.was = true;
+    this.enqueue(async () => {
+      let missed = 0;
+      for (const combat of this.game.combats ?? []) {
+        if (this.turns.isLinked(combat) && combat.started) missed += await this.turns.catchUp(combat);
+      }
+      if (missed) this.notify("warn", "CaughtUp", { turns: missed });
+    });
     this.clock.restore();
     this.scheduleSync();
     this.enqueue(async () => {
       for (const actor of this.sheets.linkedActors()) await this.sheets.push(actor);
-      for (const combat of this.game.combats ?? []) {
-        if (this.turns.isLinked(combat) && combat.started) await this.turns.syncOrder(combat, { reconcile: true });
-      }
     });
   }
 

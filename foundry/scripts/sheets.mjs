@@ -32,7 +32,6 @@ export class Sheets {
   register(H) {
     H.on("preUpdateActor", (actor, changed, options) => this.onPreUpdateActor(actor, changed, options));
     H.on("updateActor", (actor, changed, options) => this.onUpdateActor(actor, changed, options));
-    H.on("updateUser", (user, changed) => this.onUpdateUser(user, changed));
     // AppV1 sheets (sfrpg, pf1; "renderActorSheet" fires for every actor
     // sheet class) and v13's AppV2 ones.
     for (const name of ["ActorSheet", "ActorSheetV2"]) {
@@ -56,64 +55,6 @@ export class Sheets {
 
   adapter() {
     return adapterFor(this.game.system?.id);
-  }
-
-  // ------------------------------------------------------------ users
-
-  /**
-   * Each client records which server user it logged in as, in its own
-   * Foundry User document's flags (`flags["vtt-sync"].login = {room,
-   * user}`): Foundry lets a non-GM user update only their own User
-   * (BaseUser's update permission), so no player can speak for another.
-   * A socket message could come from anyone claiming anything: none is
-   * trusted. Linking an actor owned by a player makes that player's server
-   * user its owner.
-   */
-  announce() {
-    const me = this.game.user;
-    if (!this.client?.user || !me) return;
-    const login = { room: this.mod.room, user: this.client.user };
-    const now = me.getFlag?.(MODULE_ID, "login") ?? me.flags?.[MODULE_ID]?.login;
-    if (now?.room === login.room && now?.user === login.user) return;
-    Promise.resolve(me.setFlag?.(MODULE_ID, "login", login)).catch((err) => this.mod.report(err));
-  }
-
-  /** A User document changed: a player's login may be known now. */
-  onUpdateUser(user, changed) {
-    if (changed?.flags?.[MODULE_ID] === undefined && changed?.[`flags.${MODULE_ID}`] === undefined) return;
-    this.onUserMap();
-  }
-
-  /** A player's server user became known: the owners of the actors follow. */
-  onUserMap() {
-    if (!this.mod.isAutomation()) return;
-    this.mod.enqueue(async () => {
-      for (const actor of this.linkedActors()) await this.push(actor);
-    });
-  }
-
-  /** The server user a Foundry user logged in as in this room, from that
-   * user's own flags, if the room has such a user of the same kind (a
-   * player cannot stand for the GM). */
-  loginOf(fu) {
-    const login = fu?.getFlag?.(MODULE_ID, "login") ?? fu?.flags?.[MODULE_ID]?.login;
-    if (!login || login.room !== this.mod.room) return null;
-    const u = this.client?.state?.users?.[login.user];
-    if (!u || (u.role === "gm") !== Boolean(fu.isGM)) return null;
-    return login.user;
-  }
-
-  /** The server user owning an actor: the server user of a player owning
-   * it; null when no player owns it; undefined when a player owns it but
-   * has not connected yet (the server's owner is then left alone). */
-  ownerOf(actor) {
-    const players = this.game.users.filter((u) => !u.isGM && actor.testUserPermission?.(u, "OWNER"));
-    if (!players.length) return null;
-    for (const u of players) {
-      const user = this.loginOf(u);
-      if (user) return user;
-    }
-    return undefined;
   }
 
   // ------------------------------------------------------------ links
@@ -190,7 +131,7 @@ export class Sheets {
       }
       const sheet = this.adapter().read(actor, get);
       const args = { ...sheet, id, pv: Math.max(1, sheet.pv) }; // a new character starts conscious
-      const owner = this.ownerOf(actor);
+      const owner = this.mod.users.ownerOf(actor);
       if (owner) args.owner = owner;
       try {
         await mod.command("add_character", args, { id: `link:${id}@${this.client.version}` });
@@ -285,7 +226,7 @@ export class Sheets {
     const char = this.client?.state?.characters?.[id];
     if (!char) return;
     const sheet = this.adapter().read(actor, this.mod.settings.getter());
-    const set = sheetCorrections(sheet, char, this.ownerOf(actor));
+    const set = sheetCorrections(sheet, char, this.mod.users.ownerOf(actor));
     if (!Object.keys(set).length) return;
     const key = hash(JSON.stringify(set));
     await this.mod.command("update_character", { char: id, set }, { id: `sheet:${id}:${key}@${this.client.version}` });

@@ -104,6 +104,21 @@ export class Turns {
     }
   }
 
+  /**
+   * Does the server count this combat's rounds (so Foundry's own time
+   * advance of the update is set to 0)? Only for the room's combat with a
+   * linked combatant (a combat of monsters nobody linked is Foundry's
+   * alone: its time is Foundry's, sent as any world-time advance), while
+   * some client sends automation: with none, nothing reaches the server
+   * now and Foundry's time moves as Foundry moves it (the turns, and the
+   * rounds' time with them, are sent when a GM is back: users.mjs).
+   */
+  serverHolds(combat, changed = null) {
+    if (!this.willBeLinked(combat, changed)) return false;
+    if (!this.charsOf(combat).some(Boolean)) return false;
+    return this.mod.users.present();
+  }
+
   /** Is this update about to make (or keep) the combat the room's? */
   willBeLinked(combat, changed) {
     if (this.isLinked(combat)) return true;
@@ -306,28 +321,29 @@ export class Turns {
     const mod = this.mod;
     const v0 = this.client.version;
     const where = () => at ?? { round: combat.round, index: combat.turn ?? 0 };
+    let ended = 0;
     for (let i = 0; i <= MAX_WALK; i++) {
       const state = this.client.state;
       const s = state.combat;
-      if (!s) return;
+      if (!s) return ended;
       const chars = this.charsOf(combat);
       const offset = this.roundOffset(combat);
       const expected = expectedTurn(chars, s.order, where(), offset);
-      if (!expected) return;
+      if (!expected) return ended;
       const server = { char: s.order[s.turn], round: s.round };
       if (server.char === expected.char && server.round === expected.round) {
         mod.warned.delete(`step:${combat.id}`);
-        return;
+        return ended;
       }
       const behind = serverBehind(chars, server, expected);
-      if (behind === false) return; // the server is ahead: Foundry's tracker walks into it
+      if (behind === false) return ended; // the server is ahead: Foundry's tracker walks into it
       if (behind === null || i >= maxSteps) {
         const name = (id) => state.characters?.[id]?.name ?? id;
         mod.warnOnce(`step:${combat.id}`, "OutOfStep", {
           server: `${name(server.char)} (${server.round + offset})`,
           foundry: `${name(expected.char)} (${expected.round + offset})`,
         });
-        return;
+        return ended;
       }
       const index = chars.indexOf(server.char);
       try {
@@ -336,10 +352,21 @@ export class Turns {
           { char: server.char, round: server.round },
           { id: turnId(combat.id, server.round, index, server.char, v0) },
         );
+        ended += 1;
       } catch (err) {
         if (err.code !== "conflict") throw err; // conflict: another tab ended it; look again
       }
     }
+    return ended;
+  }
+
+  /** This client starts sending automation: the server's order follows the
+   * tracker, and the turns the tracker passed meanwhile (while no client
+   * sent automation: players' End Turn) are ended now, at most MAX_WALK.
+   * Returns how many were. */
+  async catchUp(combat) {
+    await this.syncOrder(combat);
+    return this.reconcile(combat, MAX_WALK);
   }
 
   /** The GM "sync turns" button: catch the server up with the tracker. */
@@ -381,13 +408,15 @@ export class Turns {
   onPreUpdateCombat(combat, changed, options) {
     const mod = this.mod;
     if (options?.[TAG] || !changed) return;
-    if (this.willBeLinked(combat, changed)) mod.clock.zeroUpdateTime(options);
+    if (this.serverHolds(combat, changed)) mod.clock.zeroUpdateTime(options);
     if (!("round" in changed) && !("turn" in changed)) return;
-    if (!this.isLinked(combat) || !this.client?.connected || this.client.role !== "gm") return;
-    if (!combat.started) return;
+    if (!this.isLinked(combat) || !combat.started) return;
     const from = { round: combat.round, index: combat.turn ?? 0 };
     const to = { round: changed.round ?? combat.round, index: changed.turn ?? combat.turn ?? 0 };
-    if (comparePositions(to, from) >= 0) return;
+    const dir = comparePositions(to, from);
+    if (dir !== 0 && !mod.users.present() && this.charsOf(combat).some(Boolean)) mod.users.noAutomation();
+    if (!this.client?.connected || this.client.role !== "gm") return;
+    if (dir >= 0) return;
     if (to.round < 1) {
       mod.notify("warn", "BackBeforeStart");
       return false;

@@ -174,3 +174,26 @@ test("world time held when the GM's tab closes is sent when the GM is back (noth
   assertEqualClocks(t);
   t.close();
 });
+
+// Issue 32, item 5: every GM combat had its time set to 0, even one without
+// a linked combatant, whose rounds the server never counts: time froze.
+test("a combat the server does not hold (no linked combatant) keeps Foundry's time, which reaches the server as world time", async () => {
+  const t = await table({ time: CALENDAR });
+  const monsters = [await t.actor({ name: "Ghoul", type: "npc", system: sfrpgSheet() })];
+  monsters.push(await t.actor({ name: "Ghast", type: "npc", system: sfrpgSheet() }));
+  const cid = t.world.addCombat({});
+  const combat = t.gm.client.combat(cid);
+  await combat.createEmbeddedDocuments(
+    "Combatant",
+    monsters.map((actorId, i) => ({ actorId, initiative: 10 - i })),
+  );
+  await combat.startCombat();
+  for (let i = 0; i < 4; i++) await combat.nextTurn(); // two rounds
+  await t.settle();
+  assert.equal(t.state.combat, null); // the server holds no combat
+  assert.equal(t.gm.game.time.worldTime, CALENDAR + 12); // Foundry's two rounds
+  assert.equal(t.state.clock, 12); // sent as world time (advance_clock)
+  assertEqualClocks(t);
+  t.assertClean({ allow: [/no combatant of this combat is linked/] });
+  t.close();
+});

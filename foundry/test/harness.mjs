@@ -158,7 +158,7 @@ export class Table {
         return (
           p.orders ||
           (p.clockHeld && p.clockWindowMs <= 1000) || // a short window is waited for
-          (t.mod.client && t.mod.client.version !== this.watcher.version)
+          (t.mod.client && !["failed", "closed"].includes(t.mod.client.status) && t.mod.client.version !== this.watcher.version)
         );
       });
       if (sig === last && !busy) stable += 1;

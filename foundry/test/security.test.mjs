@@ -81,7 +81,11 @@ test("a player's socket message claiming another Foundry user gets them nothing;
   assert.notEqual(tb.state.characters[`fvtt-${leas}`].owner, tb.people.Paul.user);
   assert.equal(tb.state.characters[`fvtt-${leas}`].owner, null);
   // Paul's own login is in Paul's User document, written by Paul's client.
-  assert.deepEqual(tb.world.users.get(tb.playerUser).flags["vtt-sync"].login, { room: tb.room, user: tb.people.Paul.user });
+  assert.deepEqual(tb.world.users.get(tb.playerUser).flags["vtt-sync"].login, {
+    room: tb.room,
+    user: tb.people.Paul.user,
+    role: "player",
+  });
   tb.assertClean();
   tb.close();
 });
