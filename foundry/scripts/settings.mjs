@@ -5,7 +5,13 @@
 import { MODULE_ID } from "./names.mjs";
 
 /** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
-/** @typedef {"serverUrl" | "room" | "token" | "redirectHosts" | "chatMessages" | "clock"} SettingKey */
+/** @typedef {"serverUrl" | "room" | "tokens" | "redirectHosts" | "chatMessages" | "clock"} SettingKey */
+
+/** Where module 0.2 and older kept the token: a client setting, so one
+ * value per browser origin, shared by every Foundry user and world opened
+ * from it (a player on a browser where the GM once connected acted as the
+ * GM). Read once, to remove it. */
+export const LEGACY_TOKEN_KEY = `${MODULE_ID}.token`;
 
 export class Settings {
   /** @param {VttSyncModule} mod */
@@ -13,6 +19,8 @@ export class Settings {
     this.mod = mod;
     /** True while `ready` moves an old token: connect() waits for it. */
     this.migrating = false;
+    /** This user's token when last read (a change of it reconnects). */
+    this.lastToken = "";
   }
 
   get game() {
@@ -44,19 +52,24 @@ export class Settings {
       default: "",
       onChange: reconnect,
     });
-    // A token is a user's secret: kept in this browser's localStorage
-    // (`client` scope, on v12 and v13), never in the world's database. Not
+    // A token is a user's secret, kept in this browser's localStorage
+    // (`client` scope, on v12 and v13), never in the world's database: not
     // `world` (every client reads it), nor v13's `user` (stored in the
     // world's database, on Foundry's server, where a GM or a backup of the
-    // world reads it). The same key on v12 and v13, so an upgrade keeps it.
-    s.register(MODULE_ID, "token", {
-      name: "VTTSYNC.Settings.Token.Name",
-      hint: "VTTSYNC.Settings.Token.Hint",
+    // world reads it). A client setting is one value per browser origin,
+    // shared by every Foundry user and world opened from it: the setting
+    // holds one token per world and user ("<world id>/<user id>"), and each
+    // client reads its own. Entered in the connection menu only (not shown
+    // in Foundry's settings window).
+    s.register(MODULE_ID, "tokens", {
       scope: "client",
-      config: true,
-      type: String,
-      default: "",
-      onChange: reconnect,
+      config: false,
+      type: Object,
+      default: {},
+      onChange: () => {
+        const before = this.lastToken;
+        if (this.token() !== before) reconnect(); // another user's token in this browser is not ours
+      },
     });
     // Other hosts a cluster's redirect may send this world's users to.
     s.register(MODULE_ID, "redirectHosts", {
@@ -110,14 +123,28 @@ export class Settings {
     return String(this.get("room") || "");
   }
 
-  /** This user's token ("" when none). */
-  token() {
-    return String(this.get("token") || "").trim();
+  /** This user's key in the `tokens` setting: the world, then the user. */
+  tokenKey() {
+    return `${this.game.world?.id ?? ""}/${this.game.user?.id ?? ""}`;
   }
 
-  /** Save this user's token (the menu's Save). @param {string} value */
+  /** This user's token in this world ("" when none). */
+  token() {
+    const tokens = this.get("tokens") || {};
+    this.lastToken = String(tokens[this.tokenKey()] ?? "").trim();
+    return this.lastToken;
+  }
+
+  /** Save this user's token for this world (the menu's Save; "" forgets it).
+   * @param {string} value */
   async setToken(value) {
-    if (value !== this.get("token")) await this.game.settings.set(MODULE_ID, "token", value);
+    const tokens = { ...(this.get("tokens") || {}) };
+    const key = this.tokenKey();
+    const token = String(value ?? "").trim();
+    if ((tokens[key] ?? "") === token) return;
+    if (token) tokens[key] = token;
+    else delete tokens[key];
+    await this.game.settings.set(MODULE_ID, "tokens", tokens);
   }
 
   /** Any setting, of this module or a system's (pf1's healthConfig), or
@@ -133,13 +160,21 @@ export class Settings {
   }
 
   /**
-   * Up to 0.1, on v13, the token was a `user` setting: stored in the world's
-   * database. It moves to this browser's storage (the `client` setting of
-   * the same key) and the world's copy is deleted; a v12 world's token was
-   * already a client setting under that key, so an upgrade keeps it. When
-   * no token is found, connect() asks for it (once).
+   * Tokens kept where older versions put them move to this user's place:
+   * - 0.2's client setting `token` (one per browser origin, whoever's it
+   *   was) is removed from this browser, unread: it may be another user's,
+   *   or another world's; the user is told to enter their own again;
+   * - 0.1's v13 `user` setting (in the world's database, this user's own)
+   *   moves to this user's place in this browser, and the world's copy is
+   *   deleted.
+   * When no token is found, connect() asks for it (once).
    */
   async migrateToken() {
+    const store = this.mod.env.localStorage;
+    if (store?.getItem(LEGACY_TOKEN_KEY) !== null && store?.getItem(LEGACY_TOKEN_KEY) !== undefined) {
+      store.removeItem(LEGACY_TOKEN_KEY);
+      this.mod.notify("warn", "TokenPerUser");
+    }
     const storage = /** @type {any} */ (this.game.settings?.storage?.get?.("world"));
     const me = this.game.user?.id;
     if (!storage || !me) return;
@@ -154,7 +189,7 @@ export class Settings {
       }
     }
     if (!this.token() && value) {
-      await this.game.settings.set(MODULE_ID, "token", String(value));
+      await this.setToken(String(value));
       this.mod.notify("info", "TokenMoved");
     }
     await doc.delete?.();

@@ -316,24 +316,11 @@ export function createUi(mod) {
     });
   }
 
-  /** Foundry's own settings window shows a String setting as a text
-   * field: the token's becomes a password field (renderSettingsConfig). */
-  function maskToken(app, html) {
-    const root = element(html);
-    for (const input of root?.querySelectorAll?.('input[name="vtt-sync.token"]') ?? []) {
-      input.type = "password";
-      input.autocomplete = "off";
-      input.spellcheck = false;
-    }
-  }
-
   return {
     askMaxima,
     connectionDialog,
-    maskToken,
     MenuClass: menuClass(mod.env, connectionDialog),
     register(Hooks) {
-      Hooks.on("renderSettingsConfig", maskToken);
       Hooks.on("renderActorSheet", onSheet); // AppV1 sheets (sfrpg, pf1)
       Hooks.on("renderActorSheetV2", onSheet); // v13 AppV2 sheets
       Hooks.on("renderCombatTracker", onTracker);

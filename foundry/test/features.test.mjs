@@ -1,8 +1,7 @@
 // What Foundry users expect of a module: maxima asked for where the system
-// has none (pf1), labels per system and a French translation, tokens kept
-// in the browser (and carried over a v12 -> v13 upgrade), a per-actor
+// has none (pf1), labels per system and a French translation, a per-actor
 // "don't sync", rule events in the chat (opt-in), a `vtt-sync.ready` hook
-// and API, and the settings menu's connection test.
+// and API, and the settings menu's connection test (tokens: tokens.test.mjs).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -10,8 +9,8 @@ import { test } from "node:test";
 import { availableActions } from "../scripts/actions.mjs";
 import { VttSyncModule } from "../scripts/module.mjs";
 import { panelHtml, panelModel } from "../scripts/ui.mjs";
-import { GM, pf1Sheet, serverForFile, sfrpgSheet } from "./harness.mjs";
-import { Storage, World } from "./standin.mjs";
+import { GM, pf1Sheet, presetToken, serverForFile, sfrpgSheet } from "./harness.mjs";
+import { World } from "./standin.mjs";
 import { BrowserLikeWebSocket, VttSyncClient, waitFor } from "./server.mjs";
 
 const table = serverForFile("f");
@@ -75,60 +74,6 @@ test("labels per system: sfrpg's HP/SP/RP, pf1's HP (Wounds/Vigor under the vari
   );
   assert.match(html, /HP 3\/9<\/span> <span>SP 0\/5<\/span> <span>RP 1\/2/);
   assert.doesNotMatch(en.VTTSYNC.Action.Stabilize + en.VTTSYNC.EditByPlayer, /\bP[VEP]\b/); // no PV/PE/PP in English texts
-});
-
-test("the token is kept in the browser: a v12 -> v13 upgrade keeps it; a v13 token in the world's database moves to the browser", async (tc) => {
-  const url = "ws://127.0.0.1:9"; // nothing listens: only the settings are looked at
-  const boot = (world, userId, storage) => {
-    const client = world.connect(userId, { storage });
-    client.env.WebSocket = BrowserLikeWebSocket;
-    const mod = new VttSyncModule(client.env, VttSyncClient).register();
-    client.boot();
-    booted.push(mod);
-    return { client, mod };
-  };
-  const booted = [];
-  const tick = () => new Promise((r) => setTimeout(r, 20));
-  tc.after(() => booted.forEach((m) => m.client?.close()));
-  const storage = new Storage();
-  const v12 = new World({ generation: 12 });
-  const maya = v12.addUser("Maya", GM);
-  v12.settings.set("vtt-sync.serverUrl", url);
-  v12.settings.set("vtt-sync.room", "r1");
-  const a = boot(v12, maya, storage);
-  await tick();
-  await a.client.env.game.settings.set("vtt-sync", "token", "tok-12");
-  await tick();
-  a.mod.client?.close();
-  // The same world and browser, Foundry upgraded to v13.
-  const v13 = new World({ generation: 13 });
-  v13.users = v12.users;
-  v13.settings = v12.settings;
-  const b = boot(v13, maya, storage);
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(b.client.env.game.settings.get("vtt-sync", "token"), "tok-12");
-  assert.equal(b.mod.client?.url, url);
-  b.mod.client?.close();
-  // Module 0.1 on v13 stored it as a `user` setting, in the world's database.
-  const w = new World({ generation: 13 });
-  const lea = w.addUser("Lea", 1);
-  w.settings.set("vtt-sync.serverUrl", url);
-  w.settings.set("vtt-sync.room", "r1");
-  w.userSettings.set(`${lea}:vtt-sync.token`, "tok-db");
-  const c = boot(w, lea, new Storage());
-  await waitFor(() => c.mod.client, { what: "connect after the migration" });
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(c.mod.client.connections + c.mod.client._attempt <= 1, true); // one client, not two
-  assert.equal(c.client.env.game.settings.get("vtt-sync", "token"), "tok-db");
-  assert.equal(w.userSettings.has(`${lea}:vtt-sync.token`), false); // no copy left in the world
-  assert.match(c.client.notifications.map((n) => n.text).join("\n"), /moved from the world's database to this browser/);
-  c.mod.client?.close();
-  // Nothing anywhere: asked for once, no connection attempted.
-  const d = boot(w, w.addUser("Noa", 1), new Storage());
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(d.mod.client, null);
-  assert.match(d.client.notifications.map((n) => n.text).join("\n"), /enter your own token/);
-  tc.diagnostic("tokens: client scope on v12 and v13");
 });
 
 test("don't sync: the actor stays linked and in the combat, its sheet is left alone", async () => {
@@ -202,7 +147,7 @@ test("vtt-sync.ready fires once with the API; the API answers for an actor and r
   w.settings.set("vtt-sync.serverUrl", t.server.url);
   w.settings.set("vtt-sync.room", t.room);
   const c = w.connect(gm);
-  c.preset("token", t.people.gm.token, "client");
+  presetToken(c, t.people.gm.token);
   c.env.WebSocket = BrowserLikeWebSocket;
   c.Hooks.on("vtt-sync.ready", (a) => heard.push(a));
   const mod = new VttSyncModule(c.env, VttSyncClient).register();

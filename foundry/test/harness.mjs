@@ -121,9 +121,9 @@ export class Table {
     return [...this.tabs, this.player];
   }
 
-  join(userId, token, { storage } = {}) {
-    const client = this.world.connect(userId, storage ? { storage } : {});
-    client.preset("token", token, "client");
+  join(userId, token, { storage = null, browser = null } = {}) {
+    const client = this.world.connect(userId, { storage, browser });
+    if (token) presetToken(client, token);
     client.env.WebSocket = BrowserLikeWebSocket;
     const mod = new VttSyncModule(client.env, VttSyncClient, this.moduleOptions).register();
     client.boot();
@@ -206,6 +206,16 @@ export class Table {
     }
     this.watcher?.close();
   }
+}
+
+/** This user's token for this world, saved in the client's browser as the
+ * module keeps it (settings.mjs: the `tokens` client setting, one per world
+ * and user), before the client boots. */
+export function presetToken(client, token) {
+  const key = "vtt-sync.tokens";
+  const tokens = JSON.parse(client.storage.getItem(key) ?? "{}");
+  tokens[`${client.world.worldId}/${client.userId}`] = token;
+  client.storage.setItem(key, JSON.stringify(tokens));
 }
 
 /** Just enough DOM for the module's UI outside a browser (the indicator it

@@ -123,7 +123,7 @@ test("the built main.mjs loads in a stand-in Foundry, registers its settings and
     await new Promise((r) => setTimeout(r, 20)); // ready: the token's migration, then connect()
     assert.equal(client.registered.get("vtt-sync.serverUrl").scope, "world");
     // This browser's storage, never the world's database (v13's `user` scope is stored there).
-    assert.equal(client.registered.get("vtt-sync.token").scope, "client");
+    assert.equal(client.registered.get("vtt-sync.tokens").scope, "client");
     assert.ok(modules.get("vtt-sync").api);
     assert.equal(client.menus.get("vtt-sync.connection").restricted, false); // every user tests their own token
     assert.ok(client.menus.get("vtt-sync.connection").type.prototype instanceof ApplicationV2); // Foundry refuses anything else
@@ -145,15 +145,6 @@ test("every text of lang/en.json is in lang/fr.json, with the same {placeholders
   assert.deepEqual([...fr.keys()].sort(), [...en.keys()].sort());
   const holes = (text) => [...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
   for (const [key, text] of en) assert.deepEqual(holes(fr.get(key)), holes(text), key);
-});
-
-test("on v12 the token is a client setting (v12 has no user scope)", async () => {
-  const { VttSyncModule } = await import("../scripts/module.mjs");
-  const world = new World({ generation: 12 });
-  const client = world.connect(world.addUser("Maya", 4));
-  new VttSyncModule(client.env, class {}).register();
-  client.boot();
-  assert.equal(client.registered.get("vtt-sync.token").scope, "client");
 });
 
 test("every text the module shows exists in lang/en.json", async () => {

@@ -67,7 +67,7 @@ test("no GM online: a player's End Turn is told once and Foundry's time moves; t
 test("a GM whose token is refused sends no automation: the player is told; an assistant GM with a GM token takes over", async () => {
   const { t, cid, ca, cg } = await dyingGorgol();
   // Maya's token is refused (say, rotated): her login is withdrawn.
-  await t.gm.client.env.game.settings.set("vtt-sync", "token", "not-a-token");
+  await t.gm.mod.settings.setToken("not-a-token");
   await waitFor(() => t.gm.mod.status === "failed", { what: "refused" });
   await t.settle();
   assert.equal(t.world.users.get(t.gmUser).flags["vtt-sync"].login, null);

@@ -5,7 +5,7 @@ import { test } from "node:test";
 
 import { VttSyncModule } from "../scripts/module.mjs";
 import { createUi } from "../scripts/ui.mjs";
-import { fakeDocument, serverForFile, serverSeconds } from "./harness.mjs";
+import { fakeDocument, presetToken, serverForFile, serverSeconds } from "./harness.mjs";
 import { ApplicationV2 } from "./standin.mjs";
 import { BrowserLikeWebSocket, VttSyncClient, waitFor } from "./server.mjs";
 
@@ -21,7 +21,7 @@ test("with its UI, the module registers every setting and an ApplicationV2 menu 
   globalThis.document = fakeDocument();
   tc.after(() => (globalThis.document = previous));
   const client = t.world.connect(t.gmUser);
-  client.preset("token", t.people.gm.token, "client");
+  presetToken(client, t.people.gm.token);
   client.env.WebSocket = BrowserLikeWebSocket;
   const mod = new VttSyncModule(client.env, VttSyncClient, { createUi, clockWindowMs: 100 }).register();
   t.tabs.push({ client, mod, env: client.env, game: client.env.game });

@@ -27,7 +27,7 @@ declare global {
   interface SettingConfig {
     "vtt-sync.serverUrl": string;
     "vtt-sync.room": string;
-    "vtt-sync.token": string;
+    "vtt-sync.tokens": Record<string, string>;
     "vtt-sync.redirectHosts": string;
     "vtt-sync.chatMessages": boolean;
     "vtt-sync.clock": { room?: string; offset?: number };
@@ -47,7 +47,7 @@ declare global {
         medicine?: number;
       };
     };
-    User: { "vtt-sync": { login?: { room: string; user: string } } };
+    User: { "vtt-sync": { login?: { room: string; user: string; role?: string } | null } };
     Combat: { "vtt-sync": { room?: string | null; roundOffset?: number } };
     ChatMessage: { "vtt-sync": { room: string; v: number; kind: string } };
   }
