@@ -7,7 +7,8 @@
 import { availableActions } from "./actions.mjs";
 import { hash } from "./combat.mjs";
 import { MODULE_ID, TAG } from "./names.mjs";
-import { adapterFor, conditionChanges, editCommands, sheetCorrections } from "./systems.mjs";
+import { editCommands, sheetCorrections } from "./edits.mjs";
+import { adapterFor, conditionChanges } from "./systems.mjs";
 
 /** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
 

@@ -14,6 +14,7 @@
 // Data paths were checked against the systems' sources (foundry/README.md,
 // "What was verified").
 
+import { getProperty, hasProperty, int, onlyChanged, takeEdits } from "./data.mjs";
 import { MODULE_ID } from "./names.mjs";
 
 export { MODULE_ID };
@@ -51,58 +52,6 @@ export const CONDITION_MAP = {
   },
 };
 
-export function getProperty(obj, path) {
-  let v = obj;
-  for (const key of path.split(".")) {
-    if (v === null || v === undefined) return undefined;
-    v = v[key];
-  }
-  return v;
-}
-
-export function hasProperty(obj, path) {
-  let v = obj;
-  for (const key of path.split(".")) {
-    if (v === null || typeof v !== "object" || !(key in v)) return false;
-    v = v[key];
-  }
-  return true;
-}
-
-/** Read `path` from an update's `changed` (nested, or with dotted keys). */
-function changedValue(changed, path) {
-  if (Object.prototype.hasOwnProperty.call(changed, path)) return { found: true, value: changed[path] };
-  if (hasProperty(changed, path)) return { found: true, value: getProperty(changed, path) };
-  return { found: false };
-}
-
-/** Remove `path` from `changed`, nested or dotted, leaving the rest. */
-function strip(changed, path) {
-  delete changed[path];
-  const keys = path.split(".");
-  const parents = [changed];
-  let v = changed;
-  for (const key of keys.slice(0, -1)) {
-    if (v === null || typeof v !== "object" || !(key in v)) return;
-    v = v[key];
-    parents.push(v);
-  }
-  if (v && typeof v === "object") delete v[keys[keys.length - 1]];
-  // drop the objects the removal emptied
-  for (let i = keys.length - 2; i >= 0; i--) {
-    const parent = parents[i];
-    const child = parent[keys[i]];
-    if (child && typeof child === "object" && !Object.keys(child).length) delete parent[keys[i]];
-    else break;
-  }
-}
-
-function int(v, lo, hi, fallback) {
-  const n = Number(v);
-  if (!Number.isFinite(n)) return fallback;
-  return Math.min(hi, Math.max(lo, Math.floor(n)));
-}
-
 function abilityScores(system, field) {
   const out = {};
   for (const a of ABILITIES) {
@@ -113,16 +62,6 @@ function abilityScores(system, field) {
 
 function flag(actor, key) {
   return getProperty(actor.flags || {}, `${MODULE_ID}.${key}`);
-}
-
-/** Only the keys whose value differs from the actor's data (an update that
- * changes nothing is not sent). */
-function onlyChanged(actor, update) {
-  const out = {};
-  for (const [path, value] of Object.entries(update)) {
-    if (getProperty(actor, path) !== value) out[path] = value;
-  }
-  return out;
 }
 
 function pools(sheet) {
@@ -367,27 +306,6 @@ const generic = {
   },
 };
 
-/**
- * Find and remove the server-owned values in an update. `spec` maps pv/pe/pp
- * to the paths that hold them: a plain path (the value itself) or
- * [path, base] for an offset (value = base + offset).
- */
-function takeEdits(changed, spec) {
-  const out = {};
-  for (const [key, paths] of Object.entries(spec)) {
-    for (const p of paths) {
-      const [path, base] = Array.isArray(p) ? p : [p, null];
-      const got = changedValue(changed, path);
-      if (!got.found) continue;
-      strip(changed, path);
-      const n = Number(got.value);
-      if (!Number.isFinite(n)) continue;
-      out[key] = Math.floor(base === null ? n : base + n);
-    }
-  }
-  return out;
-}
-
 export const ADAPTERS = { sfrpg, pf1, generic };
 
 /** The adapter for a system id (game.system.id); any other system is generic. */
@@ -408,57 +326,3 @@ export function conditionChanges(adapter, actor, condition) {
   return out;
 }
 
-/**
- * The update_character `set` that brings the server's sheet-owned fields to
- * the sheet: maxima, level, name (and owner when given). Current values above
- * a lowered maximum come down with it (a correction never breaks an invariant).
- */
-export function sheetCorrections(sheet, char, owner) {
-  const set = {};
-  if (sheet.name !== char.name) set.name = sheet.name;
-  if (sheet.level !== char.level) set.level = sheet.level;
-  if (sheet.pv_max !== char.pv_max) set.pv_max = sheet.pv_max;
-  if (sheet.pe_max !== (char.pe_max_base ?? char.pe_max)) set.pe_max = sheet.pe_max;
-  if (sheet.pp_max !== char.pp_max) set.pp_max = sheet.pp_max;
-  if (owner !== undefined && owner !== char.owner) set.owner = owner;
-  if (set.pv_max !== undefined && char.pv > set.pv_max) set.pv = set.pv_max;
-  if (set.pe_max !== undefined || set.level !== undefined) {
-    // A2: the effective maximum is the sheet's less `level` per point of Con modifier lost.
-    const level = set.level ?? char.level;
-    const lost = Math.floor((char.ability_damage?.con ?? 0) / 2);
-    const effective = Math.max(0, (set.pe_max ?? char.pe_max_base ?? char.pe_max) - level * lost);
-    if (char.pe > effective) set.pe = effective;
-  }
-  if (set.pp_max !== undefined && char.pp > set.pp_max) set.pp = set.pp_max;
-  return set;
-}
-
-/**
- * The commands a GM's edit of current values on a sheet stands for:
- * lowering PE and PV together down to PE 0 is one damage (PE first, D1);
- * lowering PV alone is damage that skips PE; raising PV is a heal (S2);
- * raising PE and any change of PP are GM corrections.
- * @returns {Array<[string, object]>} [op, args] pairs, in order
- */
-export function editCommands(id, char, edits) {
-  /** @type {Array<[string, object]>} */
-  const cmds = [];
-  const d = {};
-  for (const k of ["pv", "pe", "pp"]) {
-    if (edits[k] === undefined) continue;
-    const target = Math.max(0, Math.min(edits[k], char[`${k}_max`]));
-    d[k] = target - char[k];
-  }
-  if ((d.pe ?? 0) < 0 && (d.pv ?? 0) < 0 && char.pe + d.pe === 0) {
-    cmds.push(["damage", { char: id, amount: -(d.pe + d.pv) }]);
-  } else {
-    if ((d.pe ?? 0) < 0) cmds.push(["damage", { char: id, amount: -d.pe }]);
-    if ((d.pv ?? 0) < 0) cmds.push(["damage", { char: id, amount: -d.pv, pv_only: true }]);
-  }
-  if ((d.pv ?? 0) > 0) cmds.push(["heal", { char: id, amount: d.pv }]);
-  const set = {};
-  if ((d.pe ?? 0) > 0) set.pe = char.pe + d.pe;
-  if ((d.pp ?? 0) !== 0) set.pp = char.pp + d.pp;
-  if (Object.keys(set).length) cmds.push(["update_character", { char: id, set }]);
-  return cmds;
-}

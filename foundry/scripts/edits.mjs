@@ -1,0 +1,58 @@
+// What a change of a sheet means on the server, as pure functions: the
+// corrections of the sheet-owned fields (update_character) and the commands
+// a GM's edit of server-owned values stands for.
+
+/**
+ * The update_character `set` that brings the server's sheet-owned fields to
+ * the sheet: maxima, level, name (and owner when given). Current values above
+ * a lowered maximum come down with it (a correction never breaks an invariant).
+ */
+export function sheetCorrections(sheet, char, owner) {
+  const set = {};
+  if (sheet.name !== char.name) set.name = sheet.name;
+  if (sheet.level !== char.level) set.level = sheet.level;
+  if (sheet.pv_max !== char.pv_max) set.pv_max = sheet.pv_max;
+  if (sheet.pe_max !== (char.pe_max_base ?? char.pe_max)) set.pe_max = sheet.pe_max;
+  if (sheet.pp_max !== char.pp_max) set.pp_max = sheet.pp_max;
+  if (owner !== undefined && owner !== char.owner) set.owner = owner;
+  if (set.pv_max !== undefined && char.pv > set.pv_max) set.pv = set.pv_max;
+  if (set.pe_max !== undefined || set.level !== undefined) {
+    // A2: the effective maximum is the sheet's less `level` per point of Con modifier lost.
+    const level = set.level ?? char.level;
+    const lost = Math.floor((char.ability_damage?.con ?? 0) / 2);
+    const effective = Math.max(0, (set.pe_max ?? char.pe_max_base ?? char.pe_max) - level * lost);
+    if (char.pe > effective) set.pe = effective;
+  }
+  if (set.pp_max !== undefined && char.pp > set.pp_max) set.pp = set.pp_max;
+  return set;
+}
+
+/**
+ * The commands a GM's edit of current values on a sheet stands for:
+ * lowering PE and PV together down to PE 0 is one damage (PE first, D1);
+ * lowering PV alone is damage that skips PE; raising PV is a heal (S2);
+ * raising PE and any change of PP are GM corrections.
+ * @returns {Array<[string, object]>} [op, args] pairs, in order
+ */
+export function editCommands(id, char, edits) {
+  /** @type {Array<[string, object]>} */
+  const cmds = [];
+  const d = {};
+  for (const k of ["pv", "pe", "pp"]) {
+    if (edits[k] === undefined) continue;
+    const target = Math.max(0, Math.min(edits[k], char[`${k}_max`]));
+    d[k] = target - char[k];
+  }
+  if ((d.pe ?? 0) < 0 && (d.pv ?? 0) < 0 && char.pe + d.pe === 0) {
+    cmds.push(["damage", { char: id, amount: -(d.pe + d.pv) }]);
+  } else {
+    if ((d.pe ?? 0) < 0) cmds.push(["damage", { char: id, amount: -d.pe }]);
+    if ((d.pv ?? 0) < 0) cmds.push(["damage", { char: id, amount: -d.pv, pv_only: true }]);
+  }
+  if ((d.pv ?? 0) > 0) cmds.push(["heal", { char: id, amount: d.pv }]);
+  const set = {};
+  if ((d.pe ?? 0) > 0) set.pe = char.pe + d.pe;
+  if ((d.pp ?? 0) !== 0) set.pp = char.pp + d.pp;
+  if (Object.keys(set).length) cmds.push(["update_character", { char: id, set }]);
+  return cmds;
+}
