@@ -17,10 +17,6 @@ export const CLOCK_BATCH_SECONDS = 60;
 /** ...or this long after the first one (or before any other command). */
 export const CLOCK_WINDOW_MS = 60_000;
 
-/** A system's own advance this close to a room combat's end is its
- * end-of-combat time (sfrpg), dropped. */
-export const COMBAT_END_ADVANCE_MS = 3000;
-
 /** Where a GM's browser keeps an advance not sent yet (localStorage). */
 export const PENDING_CLOCK_KEY = "vtt-sync.pendingClock";
 
@@ -35,10 +31,9 @@ export class Clock {
     this.batchSeconds = batchSeconds;
     /** @type {number | null} the server clock last mirrored into game.time */
     this.lastClock = null;
-    this.pending = null; // {room, base, seconds, parts}: world time held, not sent yet
+    this.pending = null; // {room, base, seconds}: world time held, not sent yet
     this.inflight = 0; // seconds sent, not acknowledged yet
     this.timer = null;
-    this.endedCombats = []; // when room combats ended (Date.now()), for a system's end-of-combat advance
   }
 
   get game() {
@@ -50,6 +45,34 @@ export class Clock {
     H.on("combatTurn", (combat, data, options) => this.zeroCombatTime(combat, options));
     H.on("combatRound", (combat, data, options) => this.zeroCombatTime(combat, options));
     H.on("updateWorldTime", (worldTime, dt, options) => this.onWorldTime(worldTime, options));
+    H.on("onBeforeCombatEnd", (combat) => this.onSystemCombatEnd(combat)); // sfrpg's own hook
+  }
+
+  /**
+   * sfrpg's CombatSFRPG#delete fires its `onBeforeCombatEnd` hook, starts
+   * core's deletion without awaiting it, then calls
+   * `game.time.advance(CONFIG.time.roundTime)`, in one synchronous run
+   * (foundryvtt-starfinder src/module/combat/combat.js): a round of world
+   * time for the combat's end, which the server's rounds have counted. On
+   * the client ending a combat whose time the server holds, that one call
+   * (the next game.time.advance before this run ends) advances nothing.
+   * Any other advance, just before or just after, is counted: no time
+   * window guesses which one is the system's.
+   */
+  onSystemCombatEnd(combat) {
+    if (!this.mod.turns.serverHolds(combat)) return;
+    const time = this.game.time;
+    const own = Object.prototype.hasOwnProperty.call(time, "advance");
+    const advance = time.advance;
+    const restore = () => {
+      if (own) time.advance = advance;
+      else delete time.advance;
+    };
+    time.advance = async () => {
+      restore();
+      return time.worldTime;
+    };
+    queueMicrotask(restore); // after this synchronous run: sfrpg's call, if any, was made
   }
 
   /** The world time of the server's second 0; set once per room, on the
@@ -91,10 +114,7 @@ export class Clock {
    * seconds: one command per CLOCK_BATCH_SECONDS of world time, or
    * CLOCK_WINDOW_MS after the first held second, or before any other
    * command of the module, so nothing is lost and the order is kept);
-   * backward is refused and undone (the server's time only moves on). A
-   * system's own advance at the end of a room combat (sfrpg's
-   * CombatSFRPG#delete calls game.time.advance(roundTime)) is dropped: the
-   * server's rounds are the combat's time.
+   * backward is refused and undone (the server's time only moves on).
    */
   onWorldTime(worldTime, options) {
     const mod = this.mod;
@@ -125,14 +145,8 @@ export class Clock {
       mod.enqueue(() => this.resync());
       return;
     }
-    const d = wanted - expected;
-    if (d > 0 && this.isCombatEndAdvance(d, Date.now())) {
-      mod.enqueue(() => this.resync());
-      return;
-    }
-    const pending = p ?? { room: mod.room, base: mod.client.state.clock + this.inflight, seconds: 0, parts: [] };
+    const pending = p ?? { room: mod.room, base: mod.client.state.clock + this.inflight, seconds: 0 };
     pending.seconds = wanted - pending.base;
-    pending.parts.push({ d, at: Date.now() });
     this.pending = pending.seconds > 0 ? pending : null;
     this.save();
     if (!this.pending) return;
@@ -170,7 +184,7 @@ export class Clock {
       store.removeItem?.(PENDING_CLOCK_KEY);
       return;
     }
-    this.pending = { ...saved, parts: [] };
+    this.pending = { ...saved };
     this.flush();
   }
 
@@ -219,39 +233,6 @@ export class Clock {
   async resync() {
     this.lastClock = null;
     await this.sync();
-  }
-
-  /** Is an advance of `d` seconds the one a system makes when a room
-   * combat ends (sfrpg: one round, right after its deletion)? */
-  isCombatEndAdvance(d, now) {
-    const round = Number(this.mod.env.CONFIG?.time?.roundTime) || 0;
-    if (!round || d !== round) return false;
-    const i = this.endedCombats.findIndex((at) => now - at <= COMBAT_END_ADVANCE_MS);
-    if (i < 0) return false;
-    this.endedCombats.splice(i, 1);
-    return true;
-  }
-
-  /** A room combat was deleted: a system's end-of-combat advance that
-   * arrived just before (held, not yet sent) is dropped; one that arrives
-   * just after will be. */
-  combatEnded(now) {
-    const round = Number(this.mod.env.CONFIG?.time?.roundTime) || 0;
-    const p = this.pending;
-    const i = p ? p.parts.findIndex((x) => x.d === round && now - x.at <= COMBAT_END_ADVANCE_MS) : -1;
-    if (round && i >= 0) {
-      p.parts.splice(i, 1);
-      p.seconds -= round;
-      if (p.seconds <= 0) {
-        this.pending = null;
-        clearTimeout(this.timer);
-        this.timer = null;
-      }
-      this.save();
-      this.mod.enqueue(() => this.resync());
-      return;
-    }
-    this.endedCombats.push(now);
   }
 
   /** Foundry's own time advance of an update to a room's combat, set to 0.

@@ -31,7 +31,8 @@ export function sheetCorrections(sheet, char, owner) {
  * The commands a GM's edit of current values on a sheet stands for:
  * lowering PE and PV together down to PE 0 is one damage (PE first, D1);
  * lowering PV alone is damage that skips PE; raising PV is a heal (S2);
- * raising PE and any change of PP are GM corrections.
+ * raising PE and any change of PP are GM corrections; ability damage
+ * (`damage.<ability>`) raised or lowered is ability_damage or ability_restore.
  * @returns {Array<[string, object]>} [op, args] pairs, in order
  */
 export function editCommands(id, char, edits) {
@@ -54,5 +55,13 @@ export function editCommands(id, char, edits) {
   if ((d.pe ?? 0) > 0) set.pe = char.pe + d.pe;
   if ((d.pp ?? 0) !== 0) set.pp = char.pp + d.pp;
   if (Object.keys(set).length) cmds.push(["update_character", { char: id, set }]);
+  // Ability damage (A1) on the sheet: more is ability_damage, less is ability_restore.
+  for (const [key, value] of Object.entries(edits)) {
+    if (!key.startsWith("damage.")) continue;
+    const ability = key.slice("damage.".length);
+    const d = Math.max(0, value) - (char.ability_damage?.[ability] ?? 0);
+    if (d > 0) cmds.push(["ability_damage", { char: id, ability, amount: d }]);
+    if (d < 0) cmds.push(["ability_restore", { char: id, ability, amount: -d }]);
+  }
   return cmds;
 }

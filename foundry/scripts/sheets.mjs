@@ -199,7 +199,7 @@ export class Sheets {
         if (actor.isToken) single.push([actor, update]);
         else batch.push({ _id: actor.id, ...update });
       }
-      const changes = conditionChanges(adapter, actor, char.condition);
+      const changes = conditionChanges(adapter, actor, char.condition, Boolean(char.nonlethal));
       if (Object.keys(changes).length) conditions.push([actor, changes]);
     }
     const Actor = mod.env.CONFIG?.Actor?.documentClass ?? mod.env.Actor;

@@ -30,13 +30,16 @@ const MAX_SKILL = 1_000;
 
 export const ABILITIES = ["str", "dex", "con", "int", "wis", "cha"];
 
-/** The server conditions, as the system conditions each one sets. */
+/** The server conditions (names.mjs CONDITIONS), as the system conditions
+ * each one sets. `nonlethal`: stable after nonlethal damage (N1), knocked
+ * out rather than dying: unconscious only. */
 // sfrpg and pf1 both have dying, stable, unconscious and dead conditions.
 const DYING_CONDITIONS = {
   names: ["dying", "stable", "unconscious", "dead"],
   conscious: [],
   dying: ["dying", "unconscious"],
   stable: ["stable", "unconscious"],
+  nonlethal: ["unconscious"],
   dead: ["dead"],
 };
 
@@ -48,9 +51,27 @@ export const CONDITION_MAP = {
     conscious: [],
     dying: ["unconscious"],
     stable: ["unconscious"],
+    nonlethal: ["unconscious"],
     dead: ["dead"],
   },
 };
+
+/** The server's ability damage (A1) where sfrpg and pf1 keep their own,
+ * `abilities.<a>.damage` (sfrpg: src/module/data/actor/base-actor.mjs,
+ * _abilityFieldData; pf1: public/template.json): the update that shows it,
+ * only where the system has the field or there is damage to show. */
+function writeAbilityDamage(actor, char, update) {
+  for (const a of ABILITIES) {
+    const n = Number(char.ability_damage?.[a] ?? 0);
+    if (n || hasProperty(actor.system || {}, `abilities.${a}.damage`)) update[`system.abilities.${a}.damage`] = n;
+  }
+  return update;
+}
+
+/** The edit spec of the ability damage fields (data.mjs `takeEdits`). */
+function abilityDamageSpec() {
+  return Object.fromEntries(ABILITIES.map((a) => [`damage.${a}`, [`system.abilities.${a}.damage`]]));
+}
 
 function abilityScores(system, field) {
   const out = {};
@@ -134,7 +155,7 @@ const sfrpg = {
       "system.attributes.rp.value": char.pp,
     };
     if (hasProperty(actor.system || {}, "attributes.sp")) update["system.attributes.sp.value"] = char.pe;
-    return onlyChanged(actor, update);
+    return onlyChanged(actor, writeAbilityDamage(actor, char, update));
   },
 
   hasCondition(actor, name) {
@@ -151,6 +172,7 @@ const sfrpg = {
       pv: ["system.attributes.hp.value"],
       pe: ["system.attributes.sp.value"],
       pp: ["system.attributes.rp.value"],
+      ...abilityDamageSpec(),
     });
   },
 };
@@ -211,7 +233,7 @@ const pf1 = {
     };
     if (p.pe) update[`system.${p.pe}.offset`] = char.pe - (getProperty(s, `${p.pe}.max`) ?? 0);
     else update[`flags.${MODULE_ID}.pe`] = char.pe;
-    return onlyChanged(actor, update);
+    return onlyChanged(actor, writeAbilityDamage(actor, char, update));
   },
 
   hasCondition(actor, name) {
@@ -226,14 +248,15 @@ const pf1 = {
   edits(actor, changed, settings) {
     const s = actor.system || {};
     const p = this.paths(actor, settings);
-    const spec = {
-      pv: [`system.${p.pv}.value`, [`system.${p.pv}.offset`, getProperty(s, `${p.pv}.max`) ?? 0]],
-      pp: [`flags.${MODULE_ID}.pp`],
-    };
-    spec.pe = p.pe
+    const pe = p.pe
       ? [`system.${p.pe}.value`, [`system.${p.pe}.offset`, getProperty(s, `${p.pe}.max`) ?? 0]]
       : [`flags.${MODULE_ID}.pe`];
-    return takeEdits(changed, spec);
+    return takeEdits(changed, {
+      pv: [`system.${p.pv}.value`, [`system.${p.pv}.offset`, getProperty(s, `${p.pv}.max`) ?? 0]],
+      pe,
+      pp: [`flags.${MODULE_ID}.pp`],
+      ...abilityDamageSpec(),
+    });
   },
 };
 
@@ -313,11 +336,12 @@ export function adapterFor(systemId) {
   return ADAPTERS[systemId] || generic;
 }
 
-/** The system conditions to change so that the actor shows `condition`:
+/** The system conditions to change so that the actor shows the server's
+ * `condition` (`nonlethal`: stable after nonlethal damage, N1):
  * {name: true|false} for those that differ, {} when it already does. */
-export function conditionChanges(adapter, actor, condition) {
+export function conditionChanges(adapter, actor, condition, nonlethal = false) {
   const map = adapter.conditions;
-  const on = new Set(map[condition] || []);
+  const on = new Set(map[condition === "stable" && nonlethal ? "nonlethal" : condition] || []);
   const out = {};
   for (const name of map.names) {
     const want = on.has(name);

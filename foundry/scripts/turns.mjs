@@ -203,7 +203,6 @@ export class Turns {
     const mod = this.mod;
     this.positions.delete(combat.id);
     if (!this.isLinked(combat) || !mod.isAutomation()) return;
-    if (combat.started) mod.clock.combatEnded(Date.now());
     mod.enqueue(async () => {
       if (!this.client.state.combat) return;
       await mod.command("combat_end", {}, { id: `combat:${combat.id}:end@${this.client.version}` });

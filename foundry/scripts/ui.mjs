@@ -44,6 +44,19 @@ export function panelModel(mod, actor) {
   };
 }
 
+/** The condition's text key: `nonlethal` for stable after nonlethal damage (N1). */
+function conditionKey(c) {
+  return c.condition === "stable" && c.nonlethal === true ? "nonlethal" : c.condition;
+}
+
+/** The server's ability damage (A1), when there is any: " Con 4, Str 2". */
+function abilityDamageHtml(c, t) {
+  const list = Object.entries(c.ability_damage ?? {})
+    .filter(([, n]) => Number(n) > 0)
+    .map(([a, n]) => `${a.charAt(0).toUpperCase()}${a.slice(1)} ${num(n)}`);
+  return list.length ? ` <span class="vtt-sync-ability-damage">${escapeHtml(t("AbilityDamage", { list: list.join(", ") }))}</span>` : "";
+}
+
 export function panelHtml(model, t) {
   const parts = [
     `<header><strong>vtt-sync</strong> <span class="vtt-sync-dot ${escapeHtml(model.status)}"></span></header>`,
@@ -57,8 +70,9 @@ export function panelHtml(model, t) {
         `<span>${escapeHtml(L.pv)} ${num(c.pv)}/${num(c.pv_max)}</span> ` +
         `<span>${escapeHtml(L.pe)} ${num(c.pe)}/${num(c.pe_max)}</span> ` +
         `<span>${escapeHtml(L.pp)} ${num(c.pp)}/${num(c.pp_max)}</span> ` +
-        `<span class="vtt-sync-condition ${escapeHtml(CONDITIONS.has(c.condition) ? c.condition : "unknown")}">${escapeHtml(t(`Condition.${c.condition}`))}</span>` +
+        `<span class="vtt-sync-condition ${escapeHtml(CONDITIONS.has(c.condition) ? c.condition : "unknown")}">${escapeHtml(t(`Condition.${conditionKey(c)}`))}</span>` +
         (c.activity ? ` <span>${escapeHtml(t(`Rest.${c.activity.kind}`))}</span>` : "") +
+        abilityDamageHtml(c, t) +
         `</div>`,
     );
   } else if (model.linked) {

@@ -128,6 +128,36 @@ for (const generation of [12, 13]) {
   });
 }
 
+// Issue 32, item 7: sfrpg's end-of-combat round was caught by a 3-second
+// window, which also dropped a GM's real one-round advance made then.
+test("sfrpg: a GM's own one-round advance just before or after a room combat's end counts; the system's does not", async () => {
+  const t = await table({ time: CALENDAR, combatClass: "sfrpg" });
+  const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+  for (const round of [0, 1]) {
+    const cid = t.world.addCombat({});
+    const combat = t.gm.client.combat(cid);
+    await combat.createEmbeddedDocuments("Combatant", [{ actorId: aline, initiative: 20 }]);
+    await combat.startCombat();
+    await combat.nextTurn(); // round 2: 6 s on the server
+    await t.settle();
+    const before = t.state.clock;
+    if (round === 0) {
+      await t.gm.game.time.advance(6); // "a round passes" from the GM, then End Combat at once
+      await combat.endCombat();
+    } else {
+      await combat.endCombat();
+      await t.gm.game.time.advance(6); // End Combat, then a round from the GM at once
+    }
+    await t.settle();
+    assert.equal(t.state.combat, null);
+    assert.equal(t.state.clock, before + 6); // the GM's round; sfrpg's end-of-combat round is not added
+    assertEqualClocks(t);
+  }
+  t.assertClean();
+  t.close();
+});
+
 // A calendar module's real-time clock (Simple Calendar: a world-time write
 // every 10 s of real time) must not fill the server's undo history.
 test("small world-time advances are coalesced into one advance_clock per minute of world time, none lost", async () => {

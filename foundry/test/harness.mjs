@@ -35,7 +35,7 @@ export function sfrpgSheet({
     abilities: Object.fromEntries(
       ["str", "dex", "con", "int", "wis", "cha"].map((a) => [
         a,
-        { value: a === "con" ? 14 : 10, min: 3, misc: 0, mod: 0 },
+        { value: a === "con" ? 14 : 10, min: 3, misc: 0, mod: 0, damage: 0 },
       ]),
     ),
     skills: { med: { ability: "int", ranks: 2, value: 0, misc: 0, mod: med, enabled: true } },

@@ -256,3 +256,30 @@ test("sfrpg: a whole-form submit changes only what the user changed; a sheet dra
   t.assertClean();
   t.close();
 });
+
+// Issue 32, item 7: nonlethal and ability damage never showed on sheets.
+for (const system of ["sfrpg", "pf1"]) {
+  test(`${system}: the server's ability damage and a nonlethal knock-out show on the sheets; a GM's edit of ability damage is sent`, async () => {
+    const t = await table({ system });
+    const sheet = system === "sfrpg" ? sfrpgSheet() : pf1Sheet();
+    const flags = system === "pf1" ? { "vtt-sync": { pe_max: 5, pp_max: 3 } } : {};
+    const id = await t.actor({ name: "Kira", system: sheet, flags });
+    await t.gm.mod.sheets.link(t.gm.client.actor(id));
+    const cid = `fvtt-${id}`;
+    await t.watcher.command("ability_damage", { char: cid, ability: "con", amount: 4 });
+    await t.settle();
+    for (const tab of t.all) assert.equal(tab.client.actor(id).system.abilities.con.damage, 4);
+    // The GM lowers it on the sheet: an ability_restore of 2.
+    await t.gm.client.actor(id).update({ "system.abilities.con.damage": 2 });
+    await t.settle();
+    assert.equal(t.state.characters[cid].ability_damage.con, 2);
+    for (const tab of t.all) assert.equal(tab.client.actor(id).system.abilities.con.damage, 2);
+    // Knocked out by nonlethal damage (N1): unconscious, neither dying nor stabilised.
+    await t.watcher.command("damage", { char: cid, amount: 200, nonlethal: true });
+    await t.settle();
+    assert.deepEqual([t.state.characters[cid].condition, t.state.characters[cid].nonlethal], ["stable", true]);
+    for (const tab of t.all) assert.deepEqual(tab.client.actor(id).conditionNames(), ["unconscious"]);
+    t.assertClean();
+    t.close();
+  });
+}
