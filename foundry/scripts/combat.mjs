@@ -41,19 +41,23 @@ export function orderId(combatId, order, v) {
 /**
  * The server order Foundry's tracker implies: the characters of the linked
  * combatants, in Foundry's turn order, each once (several tokens of one
- * linked actor are one character), without a dead character that is not in
- * the server's order already (the dead cannot join a combat, D6).
+ * linked actor are one character), among those the server accepts in an
+ * order now. The server says which (`state.affordances.room`: `set_order`'s
+ * `choices.order` while a combat runs, `combat_start`'s before; its rules
+ * decide, e.g. that the dead cannot join a combat, D6); no rule is worked
+ * out here. A server that sends no affordances gets every linked character
+ * (and refuses what its rules refuse).
  * @param {Array<string|null>} chars the server character of each Foundry turn (null: not linked)
- * @param {object} state the server's room state
+ * @param {object} state the server's room state (as the GM sees it)
  */
 export function linkedOrder(chars, state) {
-  const inOrder = new Set(state?.combat?.order || []);
+  const room = state?.affordances?.room;
+  const offer = room ? (state.combat ? room.set_order : room.combat_start) : undefined;
+  const accepted = room ? new Set(offer?.choices?.order ?? []) : null;
   const out = [];
   for (const char of chars) {
-    if (!char || out.includes(char)) continue;
-    const c = state?.characters?.[char];
-    if (!c) continue;
-    if (c.condition === "dead" && !inOrder.has(char)) continue;
+    if (!char || out.includes(char) || !state?.characters?.[char]) continue;
+    if (accepted && !accepted.has(char)) continue;
     out.push(char);
   }
   return out;

@@ -282,6 +282,34 @@ test("a combat already running when the module is set up: 'link combatants' star
   t.close();
 });
 
+test("a dead character is left out of the server's combat, as the server's combat_start and set_order choices say (D6)", async () => {
+  const t = await table();
+  const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
+  const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet({ rp: 1, rpMax: 1 }) });
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
+  const [ca, cg] = [`fvtt-${aline}`, `fvtt-${gorgol}`];
+  await t.watcher.command("damage", { char: cg, amount: 40 });
+  await t.watcher.command("advance_clock", { seconds: 12 }); // PP run out: dead
+  await t.settle();
+  assert.equal(t.state.characters[cg].condition, "dead");
+  const cid = t.world.addCombat({});
+  const combat = t.gm.client.combat(cid);
+  await combat.createEmbeddedDocuments("Combatant", [
+    { actorId: aline, initiative: 20 },
+    { actorId: gorgol, initiative: 10 },
+  ]);
+  await combat.startCombat();
+  await t.settle();
+  assert.deepEqual(t.state.combat.order, [ca]);
+  await combat.nextTurn(); // Gorgol's turn in Foundry: nothing for the server
+  await combat.nextTurn(); // round 2
+  await t.settle();
+  assert.deepEqual(t.state.combat, { order: [ca], turn: 0, round: 2 });
+  t.assertClean();
+  t.close();
+});
+
 test("one combat at a time: a leftover server combat is replaced, a second running one is refused", async () => {
   const { t, cid, ca, cg } = await combatTable();
   await t.watcher.command("combat_start", { order: [cg] }); // a leftover, started from the tracker page
