@@ -7,7 +7,7 @@ import { MODULE_ID } from "./names.mjs";
 /** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
 /** @typedef {"serverUrl" | "room" | "tokens" | "redirectHosts" | "chatMessages" | "clock"} SettingKey */
 
-/** Where module 0.2 and older kept the token: a client setting, so one
+/** Where the module kept the token before 0.2.0: a client setting, so one
  * value per browser origin, shared by every Foundry user and world opened
  * from it (a player on a browser where the GM once connected acted as the
  * GM). Read once, to remove it. */
@@ -161,10 +161,10 @@ export class Settings {
 
   /**
    * Tokens kept where older versions put them move to this user's place:
-   * - 0.2's client setting `token` (one per browser origin, whoever's it
+   * - the client setting `token` before 0.2.0 (one per browser origin, whoever's it
    *   was) is removed from this browser, unread: it may be another user's,
    *   or another world's; the user is told to enter their own again;
-   * - 0.1's v13 `user` setting (in the world's database, this user's own)
+   * - 0.1.0's v13 `user` setting (in the world's database, this user's own)
    *   moves to this user's place in this browser, and the world's copy is
    *   deleted.
    * When no token is found, connect() asks for it (once).

@@ -62,7 +62,7 @@ test("the token is per Foundry user and world: a player on the GM's browser, or 
   t.close();
 });
 
-test("the token a browser kept for everyone (0.2) is removed, unread, and the user told; a v12 -> v13 upgrade keeps the user's", async (tc) => {
+test("the token a browser kept for everyone (before 0.2.0) is removed, unread, and the user told; a v12 -> v13 upgrade keeps the user's", async (tc) => {
   const booted = [];
   tc.after(() => booted.forEach((m) => m.client?.close()));
   const url = "ws://127.0.0.1:9"; // nothing listens: only the settings are looked at
@@ -71,7 +71,7 @@ test("the token a browser kept for everyone (0.2) is removed, unread, and the us
   const maya = v12.addUser("Maya", GM);
   v12.settings.set("vtt-sync.serverUrl", url);
   v12.settings.set("vtt-sync.room", "r1");
-  browser.storage(v12.origin).setItem("vtt-sync.token", JSON.stringify("whose-token")); // 0.2's place
+  browser.storage(v12.origin).setItem("vtt-sync.token", JSON.stringify("whose-token")); // where it was before 0.2.0
   const a = boot(v12, maya, browser, booted);
   await tick();
   assert.equal(browser.storage(v12.origin).getItem("vtt-sync.token"), null);
@@ -92,7 +92,7 @@ test("the token a browser kept for everyone (0.2) is removed, unread, and the us
   b.mod.client?.close();
 });
 
-test("0.1's v13 `user` setting (the world's database) moves to the user's place in this browser; nothing anywhere is asked for once", async (tc) => {
+test("0.1.0's v13 `user` setting (the world's database) moves to the user's place in this browser; nothing anywhere is asked for once", async (tc) => {
   const booted = [];
   tc.after(() => booted.forEach((m) => m.client?.close()));
   const url = "ws://127.0.0.1:9";
