@@ -13,32 +13,35 @@ const CONDITIONS = new Set(CONDITION_LIST);
 const CHECKS = new Set(["medicine", "constitution"]);
 const OUTCOMES = new Set(["success", "failure", "wake", "stay", "die"]);
 
+/** @param {VttSync.RoomState | null | undefined} state @param {unknown} id */
 function nameOf(state, id) {
-  return state?.characters?.[id]?.name ?? String(id ?? "?");
+  return state?.characters?.[String(id)]?.name ?? String(id ?? "?");
 }
 
 /**
  * One event as the HTML of a chat message, or null for the events not
  * shown. `t(key, data)` formats a text (its result is escaped: data values
  * may come from the server).
+ * @param {VttSync.Event | null | undefined} event @param {VttSync.RoomState | null | undefined} state
+ * @param {(key: string, data?: Record<string, unknown>) => string} t @returns {string | null}
  */
 export function eventHtml(event, state, t) {
   if (!event || typeof event !== "object") return null;
   const name = nameOf(state, event.char);
   let text = null;
-  if (event.kind === "condition" && CONDITIONS.has(event.to)) {
-    text = t(`Chat.Condition.${event.to}`, { name });
-  } else if (event.kind === "roll" && CHECKS.has(event.check)) {
+  if (event.kind === "condition" && CONDITIONS.has(String(event.to))) {
+    text = t(`Chat.Condition.${String(event.to)}`, { name });
+  } else if (event.kind === "roll" && CHECKS.has(String(event.check))) {
     const mod = (Number(event.mod) || 0) + (Number(event.bonus) || 0);
     const data = {
       name,
-      check: t(`Chat.Check.${event.check}`),
+      check: t(`Chat.Check.${String(event.check)}`),
       patient: event.patient ? nameOf(state, event.patient) : "",
       d20: num(event.d20),
       mod: mod >= 0 ? `+${num(mod)}` : num(mod),
       total: num(event.total),
       dc: event.dc === null || event.dc === undefined ? "" : num(event.dc),
-      outcome: t(`Chat.Outcome.${OUTCOMES.has(event.outcome) ? event.outcome : "failure"}`),
+      outcome: t(`Chat.Outcome.${OUTCOMES.has(String(event.outcome)) ? String(event.outcome) : "failure"}`),
     };
     const key = data.dc ? (data.patient ? "RollForDc" : "RollDc") : "Roll";
     text = t(`Chat.${key}`, data);
@@ -56,6 +59,7 @@ export class Chat {
     this.mod = mod;
   }
 
+  /** @param {VttSync.Patch} patch */
   post(patch) {
     const mod = this.mod;
     const state = mod.client?.state;

@@ -5,9 +5,17 @@
 // the combats the server counts.
 
 import { clockId } from "./combat.mjs";
+import { asClientError } from "./errors.mjs";
 import { MODULE_ID, TAG } from "./names.mjs";
 
 /** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
+/** World time held, not sent yet: from the server clock `base`, `seconds` more.
+ * @typedef {{room: string, base: number, seconds: number}} Held */
+/** The time options of a combat update (v12 `advanceTime` and `worldTime`,
+ * v13 `worldTime`): foundry-vtt-types v12.331.5 client/hooks.d.mts
+ * (combatTurn, combatRound) and client/data/documents/combat.d.mts
+ * (Combat.Database.Update).
+ * @typedef {{advanceTime?: number, worldTime?: {delta?: number}}} CombatTimeOptions */
 
 /** Small world-time advances (a calendar module's real-time clock writes
  * every few seconds) are held and sent as one advance_clock once they add up
@@ -31,8 +39,10 @@ export class Clock {
     this.batchSeconds = batchSeconds;
     /** @type {number | null} the server clock last mirrored into game.time */
     this.lastClock = null;
-    this.pending = null; // {room, base, seconds}: world time held, not sent yet
+    /** @type {Held | null} world time held, not sent yet */
+    this.pending = null;
     this.inflight = 0; // seconds sent, not acknowledged yet
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
   }
 
@@ -44,8 +54,12 @@ export class Clock {
   register(H) {
     H.on("combatTurn", (combat, data, options) => this.zeroCombatTime(combat, options));
     H.on("combatRound", (combat, data, options) => this.zeroCombatTime(combat, options));
-    H.on("updateWorldTime", (worldTime, dt, options) => this.onWorldTime(worldTime, options));
-    H.on("onBeforeCombatEnd", (combat) => this.onSystemCombatEnd(combat)); // sfrpg's own hook
+    /** @type {FoundryV13.UpdateWorldTime} */
+    const onWorldTime = (worldTime, dt, options) => this.onWorldTime(worldTime, options);
+    H.on("updateWorldTime", onWorldTime);
+    /** sfrpg's own hook (src/module/combat/combat.js). @param {Combat.Implementation} combat */
+    const onBeforeCombatEnd = (combat) => this.onSystemCombatEnd(combat);
+    H.on("onBeforeCombatEnd", onBeforeCombatEnd);
   }
 
   /**
@@ -59,19 +73,23 @@ export class Clock {
    * Any other advance, just before or just after, is counted: no time
    * window guesses which one is the system's.
    */
+  /** @param {Combat.Implementation} combat */
   onSystemCombatEnd(combat) {
-    if (!this.mod.turns.serverHolds(combat)) return;
     const time = this.game.time;
-    const own = Object.prototype.hasOwnProperty.call(time, "advance");
-    const advance = time.advance;
+    if (!time || !this.mod.tracker.serverHolds(combat)) return;
+    const own = Object.getOwnPropertyDescriptor(time, "advance");
     const restore = () => {
-      if (own) time.advance = advance;
-      else delete time.advance;
+      if (own) Object.defineProperty(time, "advance", own);
+      else Reflect.deleteProperty(time, "advance");
     };
-    time.advance = async () => {
-      restore();
-      return time.worldTime;
-    };
+    Object.defineProperty(time, "advance", {
+      configurable: true,
+      writable: true,
+      value: async () => {
+        restore();
+        return time.worldTime;
+      },
+    });
     queueMicrotask(restore); // after this synchronous run: sfrpg's call, if any, was made
   }
 
@@ -79,19 +97,37 @@ export class Clock {
    * first sync, so Foundry's calendar keeps its date. */
   async offset() {
     const mod = this.mod;
-    const saved = mod.settings.get("clock") || {};
-    if (saved.room === mod.room && Number.isFinite(saved.offset)) return saved.offset;
-    const offset = Math.floor(this.game.time.worldTime) - mod.client.state.clock;
-    await this.game.settings.set(MODULE_ID, "clock", { room: mod.room, offset });
+    const saved = this.saved();
+    if (saved !== null) return saved;
+    const offset = Math.floor(this.worldTime()) - this.serverClock();
+    await this.game.settings?.set(MODULE_ID, "clock", { room: mod.room, offset });
     return offset;
   }
 
-  /** Absolute, so two GM tabs writing the same value write it once. */
+  /** Foundry's world time (0 before its setup). */
+  worldTime() {
+    return this.game.time?.worldTime ?? 0;
+  }
+
+  /** The saved offset of this room, or null. */
+  saved() {
+    const saved = this.mod.settings.get("clock");
+    return saved?.room === this.mod.room && typeof saved.offset === "number" && Number.isFinite(saved.offset)
+      ? saved.offset
+      : null;
+  }
+
+  /** The server's clock as this client has it (0 before any state). */
+  serverClock() {
+    return this.mod.client?.state?.clock ?? 0;
+  }
+
+  /** Absolute, so two GM tabs writing the same value write it once.
+   * @param {number} value */
   async setWorldTime(value) {
     const time = this.game.time;
-    if (typeof time.set === "function") return time.set(value, { [TAG]: true }); // v13
-    // @ts-expect-error the module's own option key, passed to updateWorldTime
-    return this.game.settings.set("core", "time", value, { [TAG]: true }); // v12: what GameTime#advance does
+    if (typeof time?.set === "function") return time.set(value, { [TAG]: true }); // v13
+    return this.game.settings?.set("core", "time", value, { [TAG]: true }); // v12: what GameTime#advance does
   }
 
   /** The server's clock moved (an end_turn ending a round, an advance, an
@@ -104,7 +140,7 @@ export class Clock {
     if (state.clock === this.lastClock) return;
     this.lastClock = state.clock;
     const target = state.clock + offset;
-    if (this.game.time.worldTime !== target) await this.setWorldTime(target);
+    if (this.worldTime() !== target) await this.setWorldTime(target);
   }
 
   /**
@@ -116,13 +152,14 @@ export class Clock {
    * command of the module, so nothing is lost and the order is kept);
    * backward is refused and undone (the server's time only moves on).
    */
+  /** @param {number} worldTime @param {FoundryV13.WorldTimeOptions | undefined} options */
   onWorldTime(worldTime, options) {
     const mod = this.mod;
     if (options?.[TAG]) return;
     if (!mod.isAutomation()) return;
-    const saved = mod.settings.get("clock") || {};
-    if (saved.room === mod.room && Number.isFinite(saved.offset)) {
-      this.note(worldTime, saved.offset);
+    const saved = this.saved();
+    if (saved !== null) {
+      this.note(worldTime, saved);
     } else {
       mod.enqueue(async () => this.note(worldTime, await this.offset()));
     }
@@ -131,9 +168,10 @@ export class Clock {
   /** The server clock that Foundry's time stands for now: the server's,
    * plus what is on its way, plus what is held. */
   expected() {
-    return this.mod.client.state.clock + this.inflight + (this.pending?.seconds ?? 0);
+    return this.serverClock() + this.inflight + (this.pending?.seconds ?? 0);
   }
 
+  /** @param {number} worldTime @param {number} offset */
   note(worldTime, offset) {
     const mod = this.mod;
     const wanted = Math.floor(worldTime - offset);
@@ -145,7 +183,8 @@ export class Clock {
       mod.enqueue(() => this.resync());
       return;
     }
-    const pending = p ?? { room: mod.room, base: mod.client.state.clock + this.inflight, seconds: 0 };
+    /** @type {Held} */
+    const pending = p ?? { room: mod.room, base: this.serverClock() + this.inflight, seconds: 0 };
     pending.seconds = wanted - pending.base;
     this.pending = pending.seconds > 0 ? pending : null;
     this.save();
@@ -180,7 +219,7 @@ export class Clock {
     } catch {
       saved = null;
     }
-    if (!saved || saved.room !== mod.room || saved.base !== mod.client.state.clock || !(saved.seconds > 0)) {
+    if (!isHeld(saved) || saved.room !== mod.room || saved.base !== this.serverClock() || !(saved.seconds > 0)) {
       store.removeItem?.(PENDING_CLOCK_KEY);
       return;
     }
@@ -190,7 +229,7 @@ export class Clock {
 
   /** Send the held advance now (in the queue). */
   flush() {
-    clearTimeout(this.timer);
+    if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     const p = this.take();
     if (p) this.mod.enqueue(() => this.send(p));
@@ -198,7 +237,7 @@ export class Clock {
 
   /** The held advance, now counted as on its way (or null). */
   take() {
-    clearTimeout(this.timer);
+    if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     const p = this.pending;
     this.pending = null;
@@ -207,6 +246,7 @@ export class Clock {
     return p;
   }
 
+  /** @param {Held} p */
   async send(p) {
     const mod = this.mod;
     const target = p.base + p.seconds;
@@ -218,10 +258,10 @@ export class Clock {
         { id: clockId(p.base, target, mod.client.version) },
       );
     } catch (err) {
-      const clock = mod.client?.state?.clock;
-      if (err.code === "conflict" && clock >= target) return; // another tab sent it (or more)
-      if (err.code === "conflict") mod.notify("warn", "ClockCollision");
-      else mod.report(Object.assign(err, { op: "advance_clock" }));
+      const e = asClientError(err);
+      if (e.code === "conflict" && this.serverClock() >= target) return; // another tab sent it (or more)
+      if (e.code === "conflict") mod.notify("warn", "ClockCollision");
+      else mod.report(Object.assign(e, { op: "advance_clock" }));
     } finally {
       this.inflight -= p.seconds;
       this.lastClock = null;
@@ -240,6 +280,7 @@ export class Clock {
    * combatTurn/combatRound hooks too) and a system's own (sfrpg's
    * CombatSFRPG updates with `advanceTime` and fires none of those hooks).
    * v12 passes `advanceTime` and `worldTime: {delta}`, v13 `worldTime`. */
+  /** @param {CombatTimeOptions | undefined} options */
   zeroUpdateTime(options) {
     if (!options || typeof options !== "object") return;
     if ("advanceTime" in options) options.advanceTime = 0;
@@ -249,9 +290,24 @@ export class Clock {
   /** Time is counted once: the server's end_turn advances the clock by a
    * round and the module mirrors it, so Foundry's own advance is set to 0
    * (v12 `advanceTime`, v13 `worldTime.delta`). */
+  /** @param {Combat.Implementation} combat @param {CombatTimeOptions | undefined} options */
   zeroCombatTime(combat, options) {
-    if (!options || !this.mod.turns.serverHolds(combat)) return;
+    if (!options || !this.mod.tracker.serverHolds(combat)) return;
     if (options.worldTime && typeof options.worldTime === "object") options.worldTime.delta = 0;
     if ("advanceTime" in options || !options.worldTime) options.advanceTime = 0;
   }
+}
+
+/** Is this what save() wrote? @param {unknown} v @returns {v is Held} */
+function isHeld(v) {
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    "room" in v &&
+    typeof v.room === "string" &&
+    "base" in v &&
+    typeof v.base === "number" &&
+    "seconds" in v &&
+    typeof v.seconds === "number"
+  );
 }

@@ -23,6 +23,7 @@ export function toWsUrl(text, pageProtocol = "") {
   return `${pageProtocol === "https:" ? "wss" : "ws"}://${url}`;
 }
 
+/** @param {string} url */
 function parse(url) {
   try {
     return new URL(url);
@@ -33,11 +34,13 @@ function parse(url) {
 
 /** A ws:// URL that a page served over https cannot open (loopback hosts
  * excepted: browsers count them as secure). */
+/** @param {string} wsUrl @param {string} pageProtocol */
 export function isMixedContent(wsUrl, pageProtocol) {
   const u = parse(wsUrl);
   return Boolean(u && pageProtocol === "https:" && u.protocol === "ws:" && !LOOPBACK.has(u.hostname));
 }
 
+/** @param {string} host */
 function isIp(host) {
   return /^\d+\.\d+\.\d+\.\d+$/.test(host) || host.startsWith("[");
 }
@@ -45,7 +48,7 @@ function isIp(host) {
 /** The domain a host's siblings share: `node-2.vtt.example.org` and
  * `vtt.example.org` are of the family `vtt.example.org`'s parent,
  * `example.org`; an IP address, a one-label name, or a parent with one
- * label (`example`, `org`) has no family but itself. */
+ * label (`example`, `org`) has no family but itself. @param {string} host */
 export function hostFamily(host) {
   const h = String(host || "").toLowerCase();
   if (!h || isIp(h)) return null;
@@ -79,7 +82,8 @@ export function redirectAllowed(target, configured, extraHosts = []) {
   return Boolean(family && th.endsWith(`.${family}`) && hostFamily(th) === family);
 }
 
-/** The hosts of the "other server addresses" setting (comma or space separated). */
+/** The hosts of the "other server addresses" setting (comma or space separated).
+ * @param {unknown} text @returns {string[]} */
 export function parseHosts(text) {
   return String(text || "")
     .split(/[\s,]+/)
@@ -95,10 +99,14 @@ export function parseHosts(text) {
  * `redirectAllowed` (`onRefused(url)` is called, and the constructor throws);
  * the browser's SecurityError (mixed content, a blocked port) is reported
  * through `onInsecure(url, err)`, then rethrown as the client expects.
+ * @param {VttSync.WebSocketClass} Base
+ * @param {{configured: string, extraHosts?: string[], onRefused?: (url: string) => void,
+ *   onInsecure?: (url: string, err: Error) => void}} opts
+ * @returns {VttSync.WebSocketClass}
  */
 export function guardedWebSocket(Base, { configured, extraHosts = [], onRefused, onInsecure }) {
   return class GuardedWebSocket extends Base {
-    /** @param {string} url  @param {string[]} [protocols] */
+    /** @param {string | URL} url  @param {string | string[]} [protocols] */
     constructor(url, protocols) {
       const target = String(url);
       if (target !== configured && !redirectAllowed(target, configured, extraHosts)) {
@@ -108,7 +116,7 @@ export function guardedWebSocket(Base, { configured, extraHosts = [], onRefused,
       try {
         super(url, protocols);
       } catch (err) {
-        if (err?.name === "SecurityError") onInsecure?.(target, err);
+        if (err instanceof Error && err.name === "SecurityError") onInsecure?.(target, err);
         throw err;
       }
     }
@@ -127,12 +135,15 @@ export function guardedWebSocket(Base, { configured, extraHosts = [], onRefused,
  *                 trust: a page cannot tell these apart)
  *   refused       the server refused the token or the room (it does not say which)
  *   redirect      the server sent the client to a host the GM did not configure
- * @returns {Promise<{code: string, detail?: string, role?: string, user?: string, room?: string}>}
+ * @param {VttSync.ClientClass} Client @param {VttSync.WebSocketClass} WebSocketImpl
+ * @param {{url: unknown, room: unknown, token: unknown, pageProtocol: string, extraHosts?: string[], timeoutMs?: number}} opts
+ * @returns {Promise<TestResult>}
  */
 export async function testConnection(Client, WebSocketImpl, { url, room, token, pageProtocol, extraHosts = [], timeoutMs = 8000 }) {
-  const wsUrl = toWsUrl(url, pageProtocol);
+  const wsUrl = toWsUrl(String(url ?? ""), pageProtocol);
   if (!wsUrl || !room || !token) return { code: "empty" };
   if (isMixedContent(wsUrl, pageProtocol)) return { code: "insecure", detail: wsUrl };
+  /** @type {TestResult | null} */
   let verdict = null;
   const Guarded = guardedWebSocket(WebSocketImpl, {
     configured: wsUrl,
@@ -140,16 +151,24 @@ export async function testConnection(Client, WebSocketImpl, { url, room, token, 
     onRefused: (target) => (verdict ??= { code: "redirect", detail: target }),
     onInsecure: (target) => (verdict ??= { code: "insecure", detail: target }),
   });
-  const client = new Client({ url: wsUrl, token, room, reconnect: false, helloTimeout: timeoutMs, WebSocketImpl: Guarded });
+  const client = new Client({
+    url: wsUrl,
+    token: String(token),
+    room: String(room),
+    reconnect: false,
+    helloTimeout: timeoutMs,
+    WebSocketImpl: Guarded,
+  });
+  /** @type {Promise<TestResult>} */
   const timer = new Promise((resolve) => setTimeout(() => resolve({ code: "unreachable", detail: wsUrl }), timeoutMs));
   try {
-    const outcome = await Promise.race([
-      client.connect().then(
-        () => ({ code: "ok", role: client.role, user: client.user, room }),
-        (err) => ([4401, 4403, 4404].includes(err?.closeCode) ? { code: "refused", detail: err.message } : null),
-      ),
-      timer,
-    ]);
+    /** @type {Promise<TestResult | null>} */
+    const connected = client.connect().then(
+      () => ({ code: "ok", role: client.role ?? "", user: client.user ?? "", room: String(room) }),
+      (/** @type {VttSync.ClientError} */ err) =>
+        [4401, 4403, 4404].includes(err?.closeCode ?? 0) ? { code: "refused", detail: err.message } : null,
+    );
+    const outcome = await Promise.race([connected, timer]);
     return verdict ?? outcome ?? { code: "unreachable", detail: wsUrl };
   } finally {
     client.close();
@@ -157,6 +176,11 @@ export async function testConnection(Client, WebSocketImpl, { url, room, token, 
 }
 
 /** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
+
+/** The connection test's verdict (see testConnection).
+ * @typedef {{code: string, detail?: string, role?: string, user?: string, room?: string}} TestResult */
+/** The settings the test tries, as typed in the menu (the saved ones otherwise).
+ * @typedef {{serverUrl?: string, room?: string, token?: string, redirectHosts?: string}} TestValues */
 
 /**
  * This user's connection to the server's room: opened at `ready` (and again
@@ -210,6 +234,8 @@ export class Connection {
       return null;
     }
     const Base = mod.env.WebSocket ?? globalThis.WebSocket;
+    /** @type {VttSync.Client | null} */
+    let client = null;
     const WebSocketImpl = guardedWebSocket(Base, {
       configured: url,
       extraHosts: parseHosts(mod.settings.get("redirectHosts")),
@@ -217,36 +243,22 @@ export class Connection {
       onInsecure: (target) =>
         this.finalFailure(client, "Insecure", { url: target, wss: target.replace(/^ws:/i, "wss:") }),
     });
-    const client = new mod.Client({ url, token, room, WebSocketImpl });
-    mod.client = client;
-    const mine =
-      (fn) =>
-      (...args) => {
-        if (mod.client === client) fn(...args);
-      };
-    client.on(
-      "status",
-      mine((status, detail) => this.setStatus(status, detail)),
-    );
-    client.on(
-      "patch",
-      mine((patch) => this.onPatch(patch)),
-    );
-    client.on(
-      "welcome",
-      mine((frame) => this.onWelcome(frame)),
-    );
-    client.on(
-      "state",
-      mine(() => this.onState()),
-    );
-    client.connect().catch(() => {}); // a final failure arrives as the status "failed"
-    return client;
+    const made = new mod.Client({ url, token, room, WebSocketImpl });
+    client = made;
+    mod.client = made;
+    // Events of a client replaced since (settings changed) are dropped.
+    made.on("status", (status, detail) => mod.client === made && this.setStatus(status, detail));
+    made.on("patch", (patch) => mod.client === made && this.onPatch(patch));
+    made.on("welcome", (frame) => mod.client === made && this.onWelcome(frame));
+    made.on("state", () => mod.client === made && this.onState());
+    made.connect().catch(() => {}); // a final failure arrives as the status "failed"
+    return made;
   }
 
   /** A failure no retry can fix (mixed content, a redirect to a host the
    * GM did not configure): reported once, in words a GM can act on, and
-   * the client stops (no token is sent anywhere meanwhile). */
+   * the client stops (no token is sent anywhere meanwhile).
+   * @param {VttSync.Client | null} client @param {string} key @param {Record<string, unknown>} data */
   finalFailure(client, key, data) {
     const mod = this.mod;
     if (client && mod.client !== client) return;
@@ -267,7 +279,8 @@ export class Connection {
   }
 
   /** Status changes reach the indicator; the user hears of a lost
-   * connection once, not at every retry, and once more when it is back. */
+   * connection once, not at every retry, and once more when it is back.
+   * @param {string} status @param {string} [detail] */
   setStatus(status, detail = "") {
     const mod = this.mod;
     if (this.final) return; // reported already; the client is stopping
@@ -303,7 +316,8 @@ export class Connection {
     }
   }
 
-  /** The settings menu's connection test, with the settings as saved (or as typed). */
+  /** The settings menu's connection test, with the settings as saved (or as typed).
+   * @param {TestValues} [values] */
   test(values = {}) {
     const mod = this.mod;
     return testConnection(mod.Client, mod.env.WebSocket ?? globalThis.WebSocket, {
@@ -315,6 +329,7 @@ export class Connection {
     });
   }
 
+  /** @param {VttSync.Welcome} frame */
   onWelcome(frame) {
     const mod = this.mod;
     if (!this.readyFired) {
@@ -330,6 +345,7 @@ export class Connection {
     mod.users.onUsersChanged();
   }
 
+  /** @param {VttSync.Patch} patch */
   onPatch(patch) {
     const mod = this.mod;
     mod.emitApi("patch", patch);

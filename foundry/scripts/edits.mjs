@@ -2,12 +2,26 @@
 // corrections of the sheet-owned fields (update_character) and the commands
 // a GM's edit of server-owned values stands for.
 
+/** A sheet as the server's character fields (systems.mjs `read`): what
+ * add_character takes, and the sheet-owned fields update_character corrects.
+ * @typedef {{name: string, level: number, pv: number, pv_max: number, pe: number, pe_max: number,
+ *   pp: number, pp_max: number, abilities: Record<string, number>, medicine: number}} Sheet */
+
+/** An update_character `set`.
+ * @typedef {{name?: string, level?: number, owner?: string | null, pv?: number, pv_max?: number,
+ *   pe?: number, pe_max?: number, pp?: number, pp_max?: number}} Correction */
+
+/** A command: its op and its arguments. @typedef {[string, Record<string, unknown>]} Command */
+
 /**
  * The update_character `set` that brings the server's sheet-owned fields to
  * the sheet: maxima, level, name (and owner when given). Current values above
  * a lowered maximum come down with it (a correction never breaks an invariant).
+ * @param {Sheet} sheet @param {VttSync.Character} char @param {string | null | undefined} owner
+ * @returns {Correction}
  */
 export function sheetCorrections(sheet, char, owner) {
+  /** @type {Correction} */
   const set = {};
   if (sheet.name !== char.name) set.name = sheet.name;
   if (sheet.level !== char.level) set.level = sheet.level;
@@ -33,27 +47,30 @@ export function sheetCorrections(sheet, char, owner) {
  * lowering PV alone is damage that skips PE; raising PV is a heal (S2);
  * raising PE and any change of PP are GM corrections; ability damage
  * (`damage.<ability>`) raised or lowered is ability_damage or ability_restore.
- * @returns {Array<[string, object]>} [op, args] pairs, in order
+ * @param {string} id @param {VttSync.Character} char @param {Record<string, number>} edits
+ * @returns {Command[]} [op, args] pairs, in order
  */
 export function editCommands(id, char, edits) {
-  /** @type {Array<[string, object]>} */
+  /** @type {Command[]} */
   const cmds = [];
-  const d = {};
-  for (const k of ["pv", "pe", "pp"]) {
-    if (edits[k] === undefined) continue;
-    const target = Math.max(0, Math.min(edits[k], char[`${k}_max`]));
-    d[k] = target - char[k];
-  }
-  if ((d.pe ?? 0) < 0 && (d.pv ?? 0) < 0 && char.pe + d.pe === 0) {
+  /** How far each pool moves (0: not edited, or no change). @param {"pv" | "pe" | "pp"} k */
+  const delta = (k) => {
+    const edit = edits[k];
+    if (edit === undefined) return 0;
+    return Math.max(0, Math.min(edit, char[`${k}_max`])) - char[k];
+  };
+  const d = { pv: delta("pv"), pe: delta("pe"), pp: delta("pp") };
+  if (d.pe < 0 && d.pv < 0 && char.pe + d.pe === 0) {
     cmds.push(["damage", { char: id, amount: -(d.pe + d.pv) }]);
   } else {
-    if ((d.pe ?? 0) < 0) cmds.push(["damage", { char: id, amount: -d.pe }]);
-    if ((d.pv ?? 0) < 0) cmds.push(["damage", { char: id, amount: -d.pv, pv_only: true }]);
+    if (d.pe < 0) cmds.push(["damage", { char: id, amount: -d.pe }]);
+    if (d.pv < 0) cmds.push(["damage", { char: id, amount: -d.pv, pv_only: true }]);
   }
-  if ((d.pv ?? 0) > 0) cmds.push(["heal", { char: id, amount: d.pv }]);
+  if (d.pv > 0) cmds.push(["heal", { char: id, amount: d.pv }]);
+  /** @type {Correction} */
   const set = {};
-  if ((d.pe ?? 0) > 0) set.pe = char.pe + d.pe;
-  if ((d.pp ?? 0) !== 0) set.pp = char.pp + d.pp;
+  if (d.pe > 0) set.pe = char.pe + d.pe;
+  if (d.pp !== 0) set.pp = char.pp + d.pp;
   if (Object.keys(set).length) cmds.push(["update_character", { char: id, set }]);
   // Ability damage (A1) on the sheet: more is ability_damage, less is ability_restore.
   for (const [key, value] of Object.entries(edits)) {

@@ -2,7 +2,8 @@
 // server's room) and the jobs around it, each in its own file:
 //   settings.mjs    the settings, the menu, this user's token
 //   connection.mjs  the connection, its status and notices, the connection test
-//   turns.mjs       the tracker's turns, rounds and edits as server commands
+//   tracker.mjs     a room combat: its start, order (tracker edits) and end
+//   turns.mjs       its turns and rounds, forward and back
 //   clock.mjs       world time, counted once (Foundry's and the server's)
 //   sheets.mjs      actors: links, the server's values on sheets, sheet edits, actions
 //   chat.mjs        rule events as chat messages
@@ -29,11 +30,13 @@
 
 import { Chat } from "./chat.mjs";
 import { Clock } from "./clock.mjs";
+import { asClientError } from "./errors.mjs";
 import { Connection, toWsUrl } from "./connection.mjs";
 import { escapeHtml } from "./html.mjs";
 import { MODULE_ID, TAG } from "./names.mjs";
 import { Settings } from "./settings.mjs";
 import { Sheets } from "./sheets.mjs";
+import { Tracker } from "./tracker.mjs";
 import { Turns } from "./turns.mjs";
 import { Users } from "./users.mjs";
 
@@ -42,28 +45,45 @@ export { MODULE_ID, TAG, toWsUrl };
 /** Errors kept for inspection (api.errors in a console); older ones are dropped. */
 export const MAX_ERRORS = 50;
 
+/** @typedef {import("./ui.mjs").Ui} Ui */
+/** @typedef {"info" | "warn" | "error"} Level */
+/** Listeners of the API's on(): "state" (state), "patch" (patch), "status" (status).
+ * @typedef {(...args: unknown[]) => void} Listener */
+/**
+ * @typedef {object} ModuleOptions
+ * @property {((mod: VttSyncModule) => Ui) | null} [createUi] builds the DOM side (ui.mjs); none in tests
+ * @property {number} [clockWindowMs] how long a small world-time advance is held
+ * @property {number} [clockBatchSeconds] the world seconds sent at once
+ */
+
 export class VttSyncModule {
   /**
    * @param {VttSyncEnv} env  Foundry's globals: Hooks, game, ui, CONFIG, Actor, WebSocket
-   * @param {any} Client the VttSyncClient class (client_stub/web/vtt-sync-client.js)
-   * @param {object} [opts]
-   * @param {Function} [opts.createUi] builds the DOM side (ui.mjs); none in tests
-   * @param {number} [opts.clockWindowMs] how long a small world-time advance is held
-   * @param {number} [opts.clockBatchSeconds] the world seconds sent at once
+   * @param {VttSync.ClientClass} Client the VttSyncClient class (client_stub/web/vtt-sync-client.js)
+   * @param {ModuleOptions} [opts]
    */
   constructor(env, Client, { createUi = null, clockWindowMs = undefined, clockBatchSeconds = undefined } = {}) {
     this.env = env;
     this.Client = Client;
+    /** @type {VttSync.Client | null} this user's connection to the room */
     this.client = null;
+    /** @type {string} off, or the client's status */
     this.status = "off";
+    /** @type {Promise<unknown>} */
     this.queue = Promise.resolve();
     this.syncScheduled = false;
-    this.warned = new Map(); // key -> message shown, so a state is reported once
+    /** @type {Map<string, string>} key -> message shown, so a state is reported once */
+    this.warned = new Map();
+    /** @type {unknown[]} */
     this.errors = [];
+    /** @type {Map<string, Set<Listener>>} */
     this.apiListeners = new Map();
+    /** @type {Readonly<ReturnType<VttSyncModule["makeApi"]>> | null} */
+    this._api = null;
     this.settings = new Settings(this);
     this.connection = new Connection(this);
     this.clock = new Clock(this, { windowMs: clockWindowMs, batchSeconds: clockBatchSeconds });
+    this.tracker = new Tracker(this);
     this.turns = new Turns(this);
     this.sheets = new Sheets(this);
     this.users = new Users(this);
@@ -87,9 +107,13 @@ export class VttSyncModule {
    * "vtt-sync").api, also passed to the `vtt-sync.ready` hook.
    */
   api() {
-    if (this._api) return this._api;
+    this._api ??= Object.freeze(this.makeApi());
+    return this._api;
+  }
+
+  makeApi() {
     const mod = this;
-    this._api = Object.freeze({
+    return {
       version: 1,
       /** off, connecting, connected, disconnected, failed, closed */
       get status() {
@@ -103,31 +127,39 @@ export class VttSyncModule {
       get errors() {
         return [...mod.errors];
       },
-      /** The server character id of an actor (linked in this room), or null. */
+      /** The server character id of an actor (linked in this room), or null.
+       * @param {Actor.Implementation} actor */
       charId: (actor) => mod.sheets.charOf(actor),
-      /** The server's character of an actor, or null. */
+      /** The server's character of an actor, or null. @param {Actor.Implementation} actor */
       character: (actor) => {
         const id = mod.sheets.charOf(actor);
         return id ? (mod.client?.state?.characters?.[id] ?? null) : null;
       },
-      /** A player's action (first_aid, stabilize...), with this user's token. */
+      /** A player's action (first_aid, stabilize...), with this user's token.
+       * @param {Actor.Implementation} actor @param {string} op @param {Record<string, unknown>} [args] */
       act: (actor, op, args = {}) => mod.sheets.act(actor, op, args),
+      /** @param {Actor.Implementation} actor */
       link: (actor) => mod.sheets.link(actor),
+      /** @param {Actor.Implementation} actor */
       unlink: (actor) => mod.sheets.unlink(actor),
+      /** @param {Actor.Implementation} actor @param {boolean} synced */
       setSynced: (actor, synced) => mod.sheets.setPaused(actor, !synced),
-      /** The settings' connection test: {code, detail?, role?, user?}. */
+      /** The settings' connection test: {code, detail?, role?, user?}.
+       * @param {import("./connection.mjs").TestValues} [values] */
       testConnection: (values) => mod.connection.test(values),
       /** Subscribe to "state" (state), "patch" (patch), "status" (status);
-       * returns the function that unsubscribes. */
+       * returns the function that unsubscribes.
+       * @param {string} type @param {Listener} fn */
       on: (type, fn) => {
-        if (!mod.apiListeners.has(type)) mod.apiListeners.set(type, new Set());
-        mod.apiListeners.get(type).add(fn);
-        return () => mod.apiListeners.get(type)?.delete(fn);
+        const set = mod.apiListeners.get(type) ?? new Set();
+        mod.apiListeners.set(type, set);
+        set.add(fn);
+        return () => set.delete(fn);
       },
-    });
-    return this._api;
+    };
   }
 
+  /** @param {string} type @param {unknown[]} args */
   emitApi(type, ...args) {
     for (const fn of [...(this.apiListeners.get(type) ?? [])]) {
       try {
@@ -144,6 +176,7 @@ export class VttSyncModule {
     const H = this.env.Hooks;
     H.once("init", () => this.settings.register());
     H.once("ready", () => this.onReady());
+    this.tracker.register(H);
     this.turns.register(H);
     this.clock.register(H);
     this.sheets.register(H);
@@ -185,8 +218,8 @@ export class VttSyncModule {
     this.users.was = true;
     this.enqueue(async () => {
       let missed = 0;
-      for (const combat of this.game.combats ?? []) {
-        if (this.turns.isLinked(combat) && combat.started) missed += await this.turns.catchUp(combat);
+      for (const combat of this.tracker.combats()) {
+        if (this.tracker.isLinked(combat) && combat.started) missed += await this.turns.catchUp(combat);
       }
       if (missed) this.notify("warn", "CaughtUp", { turns: missed });
     });
@@ -213,8 +246,13 @@ export class VttSyncModule {
 
   /** Automation runs one task at a time, in order: a turn's end_turn, the
    * clock mirrored after it, the sheets written after that. */
+  /** @template T @param {() => T | Promise<T>} fn @returns {Promise<T | undefined>} */
   enqueue(fn) {
-    const run = this.queue.then(fn).catch((err) => this.report(err));
+    /** @type {Promise<T | undefined>} */
+    const run = this.queue.then(fn).catch((err) => {
+      this.report(err);
+      return undefined;
+    });
     this.queue = run;
     return run;
   }
@@ -229,67 +267,79 @@ export class VttSyncModule {
    * the tests settle once nothing is. */
   pending() {
     return {
-      orders: this.turns.orderTimers.size,
+      orders: this.tracker.orderTimers.size,
       sync: this.syncScheduled,
       clockHeld: this.clock.timer !== null,
       clockWindowMs: this.clock.windowMs,
     };
   }
 
+  /** An error, kept and told: a refused command with the server's
+   * message, anything else as an internal error. @param {unknown} err */
   report(err) {
     this.errors.push(err);
     if (this.errors.length > MAX_ERRORS) this.errors.shift();
-    if (err?.name === "CommandError") {
-      this.notify("warn", "Refused", { op: err.op || "", message: err.serverMessage || err.message });
-    } else if (err?.name === "ConnectionFailed") {
+    const e = asClientError(err);
+    if (e.name === "CommandError") {
+      this.notify("warn", "Refused", { op: e.op || "", message: e.serverMessage || e.message });
+    } else if (e.name === "ConnectionFailed") {
       // the status already told the user
     } else {
       console.error("vtt-sync:", err);
-      this.notify("error", "Internal", { message: String(err?.message || err) });
+      this.notify("error", "Internal", { message: e.message || String(err) });
     }
   }
 
   /** A command of the module's automation; world time held so far is sent
    * first, so the server sees time and turns in Foundry's order. */
+  /** @param {string} op @param {object} [args] @param {VttSync.CommandOptions} [opts] @returns {Promise<VttSync.Ack>} */
   async command(op, args = {}, opts = {}) {
     if (!this.client) throw new Error("vtt-sync is not connected");
     const held = this.clock.take();
     if (held) await this.clock.send(held);
-    return this.client.command(op, args, opts).catch((err) => {
-      err.op = op;
-      throw err;
+    const client = this.client;
+    if (!client) throw new Error("vtt-sync is not connected");
+    return client.command(op, args, opts).catch((/** @type {unknown} */ err) => {
+      throw Object.assign(asClientError(err), { op });
     });
   }
 
   // ------------------------------------------------------------ notifications
 
+  /** A text of lang/*.json (VTTSYNC.<key>) with its values.
+   * @param {string} key @param {Record<string, unknown>} [data] */
   t(key, data) {
     const i18n = this.game.i18n;
-    return i18n.format(`VTTSYNC.${key}`, { ...this.labels(), ...(data || {}) });
+    const values = Object.fromEntries(Object.entries({ ...this.labels(), ...(data || {}) }).map(([k, v]) => [k, String(v)]));
+    return i18n ? i18n.format(`VTTSYNC.${key}`, values) : key;
   }
 
   /** The names of PV, PE and PP as this system's players know them
    * (lang/*.json, VTTSYNC.Label.<system>): sfrpg's HP/SP/RP, pf1's HP (or
    * Wounds and Vigor) and the module's names for the rest. */
+  /** @param {Actor.Implementation | null} [actor] */
   labels(actor = null) {
     const adapter = this.sheets.adapter();
     let key = adapter.id;
-    if (adapter.id === "pf1" && actor && adapter.paths(actor, this.settings.getter()).pe) key = "pf1wv";
+    if (adapter.id === "pf1" && actor && adapter.holdsPe?.(actor, this.settings.getter())) key = "pf1wv";
     const i18n = this.game.i18n;
+    /** @param {string} name */
     const one = (name) => {
       const k = `VTTSYNC.Label.${key}.${name}`;
-      const v = i18n.localize(k);
-      return v === k ? i18n.localize(`VTTSYNC.Label.generic.${name}`) : v;
+      const v = i18n?.localize(k) ?? k;
+      return v === k ? (i18n?.localize(`VTTSYNC.Label.generic.${name}`) ?? name) : v;
     };
     return { pv: one("PV"), pe: one("PE"), pp: one("PP") };
   }
 
   /** Notifications are HTML (v12 renders the message as is; v13 cleans it
    * and renders it): the text, which carries server values, is escaped. */
+  /** @param {string} text */
   escapeForNotice(text) {
     return escapeHtml(text);
   }
 
+  /** @param {Level} level @param {string} key @param {Record<string, unknown>} [data] */
   notify(level, key, data) {
     const text = this.t(key, data);
     this.env.ui?.notifications?.[level]?.(this.escapeForNotice(text));
@@ -297,6 +347,7 @@ export class VttSyncModule {
   }
 
   /** Report a state once; the same key again is silent until it is cleared. */
+  /** @param {string} key @param {string} messageKey @param {Record<string, unknown>} [data] */
   warnOnce(key, messageKey, data) {
     const text = this.t(messageKey, data);
     if (this.warned.get(key) === text) return;

@@ -31,6 +31,7 @@ export class Settings {
    * refuses must not take the settings registered after it with it). */
   register() {
     const s = this.game.settings;
+    if (!s) return;
     const reconnect = () => {
       if (!this.migrating) this.mod.connection.connect(); // ready connects once the token is migrated
     };
@@ -108,11 +109,11 @@ export class Settings {
     }
   }
 
-  /** A setting's value, or undefined when it cannot be read.
-   * @param {SettingKey} key @returns {any} */
+  /** A setting's value, or undefined when it cannot be read (before init).
+   * @template {SettingKey} K @param {K} key @returns {ClientSettings.SettingInitializedType<"vtt-sync", K> | undefined} */
   get(key) {
     try {
-      return this.game.settings.get(MODULE_ID, key);
+      return this.game.settings?.get(MODULE_ID, key);
     } catch {
       return undefined;
     }
@@ -130,7 +131,7 @@ export class Settings {
 
   /** This user's token in this world ("" when none). */
   token() {
-    const tokens = this.get("tokens") || {};
+    const tokens = this.get("tokens") ?? {};
     this.lastToken = String(tokens[this.tokenKey()] ?? "").trim();
     return this.lastToken;
   }
@@ -138,21 +139,23 @@ export class Settings {
   /** Save this user's token for this world (the menu's Save; "" forgets it).
    * @param {string} value */
   async setToken(value) {
-    const tokens = { ...(this.get("tokens") || {}) };
+    const tokens = { ...(this.get("tokens") ?? {}) };
     const key = this.tokenKey();
     const token = String(value ?? "").trim();
     if ((tokens[key] ?? "") === token) return;
     if (token) tokens[key] = token;
     else delete tokens[key];
-    await this.game.settings.set(MODULE_ID, "tokens", tokens);
+    await this.game.settings?.set(MODULE_ID, "tokens", tokens);
   }
 
-  /** Any setting, of this module or a system's (pf1's healthConfig), or
-   * undefined. @returns {(ns: string, key: string) => unknown} */
+  /** The systems' settings the adapters read (systems.mjs: pf1's
+   * healthConfig), or undefined (another system: not registered).
+   * @returns {import("./systems.mjs").SettingsReader} */
   getter() {
     return (ns, key) => {
+      if (ns !== "pf1" || key !== "healthConfig") return undefined;
       try {
-        return this.game.settings.get(/** @type {any} */ (ns), /** @type {any} */ (key));
+        return this.game.settings?.get("pf1", "healthConfig");
       } catch {
         return undefined;
       }
@@ -175,11 +178,15 @@ export class Settings {
       store.removeItem(LEGACY_TOKEN_KEY);
       this.mod.notify("warn", "TokenPerUser");
     }
-    const storage = /** @type {any} */ (this.game.settings?.storage?.get?.("world"));
+    // v13's WorldSettings: the world's Setting documents; a `user` setting
+    // is one with a `user` field (foundry-vtt-types v13.345.1 common/
+    // documents/setting.d.mts), its value the JSON text of the value.
+    const storage = this.game.settings?.storage.get("world");
     const me = this.game.user?.id;
-    if (!storage || !me) return;
-    const doc = storage.find?.((/** @type {any} */ d) => d.key === `${MODULE_ID}.token` && d.user === me);
+    if (!storage || "getItem" in storage || !me) return; // a browser's Storage: no world documents
+    const doc = Array.from(storage).find((d) => d.key === `${MODULE_ID}.token` && "user" in d && d.user === me);
     if (!doc) return;
+    /** @type {unknown} */
     let value = doc.value;
     if (typeof value === "string") {
       try {
@@ -192,6 +199,6 @@ export class Settings {
       await this.setToken(String(value));
       this.mod.notify("info", "TokenMoved");
     }
-    await doc.delete?.();
+    await doc.delete();
   }
 }

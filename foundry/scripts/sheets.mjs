@@ -6,18 +6,24 @@
 
 import { availableActions } from "./actions.mjs";
 import { hash } from "./combat.mjs";
+import { isRecord } from "./data.mjs";
+import { asClientError } from "./errors.mjs";
 import { MODULE_ID, TAG } from "./names.mjs";
 import { editCommands, sheetCorrections } from "./edits.mjs";
 import { adapterFor, conditionChanges } from "./systems.mjs";
 
 /** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
+/** @typedef {import("./data.mjs").Data} Data */
+/** An actor sheet, AppV1 or AppV2, as the render and close hooks pass it.
+ * @typedef {{actor?: Actor.Implementation | null}} SheetApp */
 
 export class Sheets {
   /** @param {VttSyncModule} mod */
   constructor(mod) {
     this.mod = mod;
-    /** The open sheets of this client -> {actor, values}: the server-owned
-     * values each sheet showed when it was last drawn. */
+    /** @type {Map<SheetApp, {actor: Actor.Implementation, values: Record<string, number>}>}
+     * The open sheets of this client: the server-owned values each showed
+     * when it was last drawn. */
     this.shown = new Map();
   }
 
@@ -31,25 +37,43 @@ export class Sheets {
 
   /** @param {typeof Hooks} H */
   register(H) {
-    H.on("preUpdateActor", (actor, changed, options) => this.onPreUpdateActor(actor, changed, options));
-    H.on("updateActor", (actor, changed, options) => this.onUpdateActor(actor, changed, options));
+    /** @type {Hooks.PreUpdateDocument<typeof Actor>} */
+    const preUpdate = (actor, changed, options) => {
+      if (isRecord(changed)) this.onPreUpdateActor(actor, changed, options);
+    };
+    H.on("preUpdateActor", preUpdate);
+    /** @type {Hooks.UpdateDocument<typeof Actor>} */
+    const update = (actor, changed, options) => this.onUpdateActor(actor, options);
+    H.on("updateActor", update);
     // AppV1 sheets (sfrpg, pf1; "renderActorSheet" fires for every actor
     // sheet class) and v13's AppV2 ones.
+    /** @param {SheetApp} app */
+    const drawn = (app) => this.onSheetDrawn(app);
+    /** @param {SheetApp} app */
+    const closed = (app) => void this.shown.delete(app);
     for (const name of ["ActorSheet", "ActorSheetV2"]) {
-      H.on(`render${name}`, (app) => this.onSheetDrawn(app));
-      H.on(`close${name}`, (app) => this.shown.delete(app));
+      H.on(`render${name}`, drawn);
+      H.on(`close${name}`, closed);
     }
   }
 
-  /** A sheet was drawn: remember the server-owned values it shows. */
+  /** A sheet was drawn: remember the server-owned values it shows.
+   * @param {SheetApp} app */
   onSheetDrawn(app) {
-    const actor = app?.actor ?? app?.document;
+    const actor = app.actor; // AppV1 ActorSheet#actor, AppV2 ActorSheetV2#actor
     if (actor && this.charOf(actor)) this.shown.set(app, { actor, values: this.values(actor) });
   }
 
+  /** The world's Actor class (CONFIG.Actor.documentClass). */
+  actorClass() {
+    return this.mod.env.CONFIG?.Actor?.documentClass ?? this.mod.env.Actor;
+  }
+
   /** The server-owned values an actor holds now ({pv, pe, pp}), read the
-   * way a sheet's update is (systems.mjs `edits`), from a copy. */
+   * way a sheet's update is (systems.mjs `edits`), from a copy.
+   * @param {Actor.Implementation} actor */
   values(actor) {
+    /** @type {Data} */
     const data = structuredClone({ system: actor.system ?? {}, flags: actor.flags ?? {} });
     return this.adapter().edits(actor, data, this.mod.settings.getter());
   }
@@ -62,14 +86,18 @@ export class Sheets {
 
   /** The GM's per-actor "don't sync" switch: the actor stays linked (its
    * turns still count in a room combat) but its sheet is left alone: no
-   * values or conditions written, no sheet edits sent or removed. */
+   * values or conditions written, no sheet edits sent or removed.
+   * @param {Actor.Implementation | null | undefined} actor */
   isPaused(actor) {
     return Boolean(actor?.flags?.[MODULE_ID]?.noSync);
   }
 
+  /** @param {Actor.Implementation} actor @param {boolean} paused */
   async setPaused(actor, paused) {
     const mod = this.mod;
-    await actor.update({ [`flags.${MODULE_ID}.noSync`]: Boolean(paused) }, { [TAG]: true });
+    /** @type {Data} */
+    const update = { [`flags.${MODULE_ID}.noSync`]: Boolean(paused) };
+    await actor.update(update, { [TAG]: true });
     if (!paused && mod.isAutomation()) {
       await mod.enqueue(() => this.push(actor));
       mod.scheduleSync();
@@ -77,21 +105,26 @@ export class Sheets {
     mod.ui?.refresh();
   }
 
-  /** The server character an actor is linked to, in this room, or null. */
+  /** The server character an actor is linked to, in this room, or null.
+   * @param {Actor.Implementation | null | undefined} actor @returns {string | null} */
   charOf(actor) {
     const f = actor?.flags?.[MODULE_ID];
     return f && f.room === this.mod.room && f.char ? f.char : null;
   }
 
   /** The character id an actor gets when linked: its own if linked before,
-   * else derived from the actor (a token's for an unlinked token). */
+   * else derived from the actor (a token's for an unlinked token).
+   * @param {Actor.Implementation} actor */
   charIdFor(actor) {
     return this.charOf(actor) || `fvtt-${actor.isToken && actor.token ? actor.token.id : actor.id}`;
   }
 
+  /** The linked actors: the world's, and unlinked tokens' in combats. */
   linkedActors() {
+    /** @type {Actor.Implementation[]} */
     const out = [];
     const seen = new Set();
+    /** @param {Actor.Implementation | null} a */
     const add = (a) => {
       if (!a || !this.charOf(a)) return;
       const key = a.isToken ? `t:${a.token?.id}` : `a:${a.id}`;
@@ -99,26 +132,28 @@ export class Sheets {
       seen.add(key);
       out.push(a);
     };
-    for (const a of this.game.actors ?? []) add(a);
-    for (const combat of this.game.combats ?? []) {
-      for (const c of /** @type {any} */ (combat).combatants ?? []) if (c.actor?.isToken) add(c.actor);
+    const actors = this.game.actors;
+    for (const a of actors ? Array.from(actors) : []) add(a);
+    for (const combat of this.mod.tracker.combats()) {
+      for (const c of Array.from(combat.combatants)) if (c.actor?.isToken) add(c.actor);
     }
     return out;
   }
 
   /** The GM's "link" button: the actor becomes (or finds again) a server
    * character with id `fvtt-<actor id>`, made from its sheet, owned by its
-   * owning player; the actor records {room, char} in its flags. */
+   * owning player; the actor records {room, char} in its flags.
+   * @param {Actor.Implementation} actor @returns {Promise<string | null>} */
   async link(actor) {
     const mod = this.mod;
-    if (!this.client?.connected || this.client.role !== "gm") {
+    const client = this.client;
+    if (!client?.connected || client.role !== "gm" || !client.state) {
       mod.notify("warn", "LinkNeedsGm");
       return null;
     }
     const id = this.charIdFor(actor);
-    const state = this.client.state;
     const get = mod.settings.getter();
-    if (!state.characters?.[id]) {
+    if (!client.state.characters[id]) {
       // pf1 (and other systems) have no PE/PP: without maxima a character
       // could never stabilise nor continue the fight. The GM confirms (or
       // edits) the proposed ones; they go to the actor's flags first.
@@ -126,38 +161,54 @@ export class Sheets {
       if (Object.keys(missing).length) {
         const chosen = await this.askMaxima(actor, missing);
         if (!chosen) return null; // the GM cancelled
+        /** @type {Data} */
         const flags = {};
         for (const [k, v] of Object.entries(chosen)) flags[`flags.${MODULE_ID}.${k}`] = v;
         await actor.update(flags, { [TAG]: true });
       }
       const sheet = this.adapter().read(actor, get);
-      const args = { ...sheet, id, pv: Math.max(1, sheet.pv) }; // a new character starts conscious
       const owner = this.mod.users.ownerOf(actor);
-      if (owner) args.owner = owner;
+      // A new character starts conscious.
+      const args = { ...sheet, id, pv: Math.max(1, sheet.pv), ...(owner ? { owner } : {}) };
       try {
-        await mod.command("add_character", args, { id: `link:${id}@${this.client.version}` });
+        await mod.command("add_character", args, { id: `link:${id}@${client.version}` });
       } catch (err) {
-        if (err.code !== "conflict") {
+        if (asClientError(err).code !== "conflict") {
           mod.report(err);
           return null;
         }
       }
     }
-    await actor.update({ [`flags.${MODULE_ID}`]: { room: mod.room, char: id } }, { [TAG]: true });
+    await this.setLink(actor, { room: mod.room, char: id });
     mod.notify("info", "Linked", { name: actor.name, char: id });
     if (mod.isAutomation()) {
       await mod.enqueue(() => this.push(actor));
       mod.scheduleSync();
-      for (const combat of this.game.combats ?? []) {
-        if (mod.turns.isLinked(combat) && combat.started) mod.turns.scheduleOrder(combat);
-      }
+      this.ordersFollow();
     }
     return id;
   }
 
+  /** The actor's link flags. @param {Actor.Implementation} actor @param {{room: string | null, char: string | null}} link */
+  setLink(actor, link) {
+    /** @type {Data} */
+    const update = { [`flags.${MODULE_ID}`]: link };
+    return actor.update(update, { [TAG]: true });
+  }
+
+  /** The running room combats' orders follow a change of links. */
+  ordersFollow() {
+    const tracker = this.mod.tracker;
+    for (const combat of tracker.combats()) {
+      if (tracker.isLinked(combat) && combat.started) tracker.scheduleOrder(combat);
+    }
+  }
+
   /** Ask the GM for the maxima the system lacks (the dialog is ui.mjs's;
    * without a UI, as in the tests, the proposal is taken). Resolves with
-   * {pe_max?, pp_max?} or null when cancelled. */
+   * {pe_max?, pp_max?} or null when cancelled.
+   * @param {Actor.Implementation} actor @param {import("./actor-data.mjs").Maxima} proposal
+   * @returns {Promise<import("./actor-data.mjs").Maxima | null>} */
   async askMaxima(actor, proposal) {
     const ui = this.mod.ui;
     if (ui?.askMaxima) return ui.askMaxima(actor, proposal, this.mod.labels(actor));
@@ -165,13 +216,10 @@ export class Sheets {
   }
 
   /** The actor stops following the room (its character stays in the
-   * room; a running combat's order drops it). */
+   * room; a running combat's order drops it). @param {Actor.Implementation} actor */
   async unlink(actor) {
-    const mod = this.mod;
-    await actor.update({ [`flags.${MODULE_ID}`]: { room: null, char: null } }, { [TAG]: true });
-    for (const combat of this.game.combats ?? []) {
-      if (mod.turns.isLinked(combat) && combat.started) mod.turns.scheduleOrder(combat);
-    }
+    await this.setLink(actor, { room: null, char: null });
+    this.ordersFollow();
   }
 
   // ------------------------------------------------------------ the server's values on the sheets
@@ -184,12 +232,15 @@ export class Sheets {
     if (!state) return;
     const adapter = this.adapter();
     const get = mod.settings.getter();
+    /** @type {Data[]} */
     const batch = [];
+    /** @type {Array<[Actor.Implementation, Data]>} */
     const single = [];
+    /** @type {Array<[Actor.Implementation, Record<string, boolean>]>} */
     const conditions = [];
     for (const actor of this.linkedActors()) {
       if (this.isPaused(actor)) continue;
-      const char = state.characters?.[this.charOf(actor)];
+      const char = state.characters[this.charOf(actor) ?? ""];
       if (!char) {
         mod.warnOnce(`gone:${actor.id}`, "CharacterGone", { name: actor.name });
         continue;
@@ -202,9 +253,7 @@ export class Sheets {
       const changes = conditionChanges(adapter, actor, char.condition, Boolean(char.nonlethal));
       if (Object.keys(changes).length) conditions.push([actor, changes]);
     }
-    const Actor = mod.env.CONFIG?.Actor?.documentClass ?? mod.env.Actor;
-    // @ts-expect-error the module's own option key: Foundry passes an operation's options to every client's hooks; the types list only core's keys
-    if (batch.length) await Actor.updateDocuments(batch, { [TAG]: true });
+    if (batch.length) await this.actorClass().updateDocuments(batch, { [TAG]: true });
     for (const [actor, update] of single) await actor.update(update, { [TAG]: true });
     for (const [actor, changes] of conditions) {
       await adapter.applyConditions(actor, changes, { [TAG]: true });
@@ -212,25 +261,27 @@ export class Sheets {
   }
 
   /** A sheet was edited (not by the module): its maxima, level, name and
-   * owner go to the server; the current values stay the server's. */
-  onUpdateActor(actor, changed, options) {
+   * owner go to the server; the current values stay the server's.
+   * @param {Actor.Implementation} actor @param {{vttSync?: boolean}} options */
+  onUpdateActor(actor, options) {
     if (options?.[TAG]) return;
     if (!this.charOf(actor)) return;
     this.mod.ui?.refresh();
     if (this.mod.isAutomation()) this.mod.enqueue(() => this.push(actor));
   }
 
-  /** The sheet's own fields (maxima, level, name, owner) to the server. */
+  /** The sheet's own fields (maxima, level, name, owner) to the server.
+   * @param {Actor.Implementation} actor */
   async push(actor) {
     if (this.isPaused(actor)) return;
     const id = this.charOf(actor);
-    const char = this.client?.state?.characters?.[id];
-    if (!char) return;
+    const char = id ? this.client?.state?.characters[id] : undefined;
+    if (!id || !char) return;
     const sheet = this.adapter().read(actor, this.mod.settings.getter());
     const set = sheetCorrections(sheet, char, this.mod.users.ownerOf(actor));
     if (!Object.keys(set).length) return;
     const key = hash(JSON.stringify(set));
-    await this.mod.command("update_character", { char: id, set }, { id: `sheet:${id}:${key}@${this.client.version}` });
+    await this.mod.command("update_character", { char: id, set }, { id: `sheet:${id}:${key}@${this.client?.version}` });
   }
 
   /**
@@ -243,6 +294,7 @@ export class Sheets {
    * A GM's edit becomes the server commands it stands for (damage, heal, a
    * correction), the sheet then shows the server's result; a player is told
    * to use the actions.
+   * @param {Actor.Implementation} actor @param {Data} changed @param {{vttSync?: boolean}} options
    */
   onPreUpdateActor(actor, changed, options) {
     const mod = this.mod;
@@ -264,7 +316,7 @@ export class Sheets {
       mod.notify("info", "EditByPlayer", { name: actor.name, ...mod.labels(actor) });
       return;
     }
-    const char = this.client.state?.characters?.[id];
+    const char = this.client.state?.characters[id];
     if (!char) return;
     const v = this.client.version;
     const cmds = editCommands(id, char, edits);
@@ -277,7 +329,8 @@ export class Sheets {
 
   // ------------------------------------------------------------ players' actions
 
-  /** A player's (or GM's) action from a sheet, sent with this client's own token. */
+  /** A player's (or GM's) action from a sheet, sent with this client's own token.
+   * @param {Actor.Implementation} actor @param {string} op @param {Record<string, unknown>} args */
   async act(actor, op, args) {
     const mod = this.mod;
     const id = this.charOf(actor);
@@ -294,7 +347,7 @@ export class Sheets {
     }
   }
 
-  /** The actions offered on an actor's sheet (actions.mjs). */
+  /** The actions offered on an actor's sheet (actions.mjs). @param {Actor.Implementation} actor */
   actionsFor(actor) {
     const id = this.charOf(actor);
     return id && this.client?.state ? availableActions(this.client.state, id) : [];

@@ -5,6 +5,8 @@
 import { MODULE_ID } from "./names.mjs";
 
 /** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
+/** The server user a Foundry user's client logged in as (its User flag).
+ * @typedef {{room: string, user: string, role?: string}} Login */
 
 export class Users {
   /** @param {VttSyncModule} mod */
@@ -17,10 +19,19 @@ export class Users {
     return this.mod.env.game;
   }
 
+  /** The world's users (none before Foundry's setup).
+   * @returns {User.Implementation[]} */
+  all() {
+    const users = this.game.users;
+    return users ? Array.from(users) : [];
+  }
+
   /** @param {typeof Hooks} H */
   register(H) {
     H.on("userConnected", () => this.onUsersChanged());
-    H.on("updateUser", (user, changed) => this.onUpdateUser(user, changed));
+    /** @type {Hooks.UpdateDocument<typeof User>} */
+    const onUpdateUser = (user, changed) => this.onUpdateUser(changed);
+    H.on("updateUser", onUpdateUser);
   }
 
   // ------------------------------------------------------------ logins
@@ -38,7 +49,8 @@ export class Users {
     const me = this.game.user;
     const client = this.mod.client;
     if (!client?.user || !me) return;
-    const login = { room: this.mod.room, user: client.user, role: client.role };
+    /** @type {Login} */
+    const login = { room: this.mod.room, user: client.user, role: client.role ?? "" };
     const now = this.loginFlag(me);
     if (now?.room === login.room && now?.user === login.user && now?.role === login.role) return;
     Promise.resolve(me.setFlag(MODULE_ID, "login", login)).catch((err) => this.mod.report(err));
@@ -52,14 +64,16 @@ export class Users {
     Promise.resolve(me.setFlag(MODULE_ID, "login", null)).catch((err) => this.mod.report(err));
   }
 
-  /** @returns {{room: string, user: string, role?: string} | null} */
+  /** @param {User.Implementation} fu @returns {Login | null} */
   loginFlag(fu) {
-    return fu?.getFlag?.(MODULE_ID, "login") ?? fu?.flags?.[MODULE_ID]?.login ?? null;
+    return fu.getFlag(MODULE_ID, "login") ?? null;
   }
 
-  /** A User document changed: a login may be known (or withdrawn) now. */
-  onUpdateUser(user, changed) {
-    if (changed?.flags?.[MODULE_ID] === undefined && changed?.[`flags.${MODULE_ID}`] === undefined) return;
+  /** A User document changed: a login may be known (or withdrawn) now.
+   * @param {object} changed */
+  onUpdateUser(changed) {
+    const flags = "flags" in changed ? changed.flags : undefined;
+    if (!(typeof flags === "object" && flags !== null && MODULE_ID in flags) && !(`flags.${MODULE_ID}` in changed)) return;
     this.onUsersChanged();
     if (!this.mod.isAutomation()) return;
     // A player's server user became known: the owners of the actors follow.
@@ -70,7 +84,8 @@ export class Users {
 
   /** The server user a Foundry user logged in as in this room, from that
    * user's own flags, if the room has such a user of the same kind (a
-   * player cannot stand for the GM). */
+   * player cannot stand for the GM).
+   * @param {User.Implementation} fu */
   loginOf(fu) {
     const login = this.loginFlag(fu);
     if (!login || login.room !== this.mod.room) return null;
@@ -81,9 +96,10 @@ export class Users {
 
   /** The server user owning an actor: the server user of a player owning
    * it; null when no player owns it; undefined when a player owns it but
-   * has not connected yet (the server's owner is then left alone). */
+   * has not connected yet (the server's owner is then left alone).
+   * @param {Actor.Implementation} actor @returns {string | null | undefined} */
   ownerOf(actor) {
-    const players = this.game.users.filter((u) => !u.isGM && actor.testUserPermission?.(u, "OWNER"));
+    const players = this.all().filter((u) => !u.isGM && actor.testUserPermission(u, "OWNER"));
     if (!players.length) return null;
     for (const u of players) {
       const user = this.loginOf(u);
@@ -110,13 +126,16 @@ export class Users {
   automationUser() {
     const room = this.mod.room;
     if (!room) return null;
+    /** @param {User.Implementation} u */
     const ok = (u) => {
       if (!u.active || !u.isGM) return false;
       if (u.isSelf) return this.welcomedAsGm();
       const login = this.loginFlag(u);
       return login?.room === room && login?.role === "gm";
     };
-    const gms = this.game.users.filter(ok).sort((a, b) => b.role - a.role || (a.id < b.id ? -1 : 1));
+    const gms = this.all()
+      .filter(ok)
+      .sort((a, b) => b.role - a.role || ((a.id ?? "") < (b.id ?? "") ? -1 : 1));
     return gms[0] ?? null;
   }
 

@@ -202,7 +202,7 @@ export class Table {
     for (const t of this.all) {
       t.mod.client?.close();
       clearTimeout(t.mod.clock.timer);
-      for (const timer of t.mod.turns.orderTimers.values()) clearTimeout(timer);
+      for (const timer of t.mod.tracker.orderTimers.values()) clearTimeout(timer);
     }
     this.watcher?.close();
   }

@@ -261,7 +261,7 @@ test("a combat already running when the module is set up: 'link combatants' star
     ],
   });
   const combat = t.gm.client.combat(cid);
-  await t.gm.mod.turns.linkCombat(combat);
+  await t.gm.mod.tracker.linkCombat(combat);
   await t.settle();
   const [ca, cm, cg] = [`fvtt-${aline}`, `fvtt-${monster}`, `fvtt-${gorgol}`];
   assert.equal(combat.getFlag("vtt-sync", "room"), t.room);

@@ -327,10 +327,14 @@ async def test_a_player_sheet_form_submits_every_input_and_only_the_change_count
             """async () => {
               const a = window.actor;
               const form = document.createElement('form');
-              form.innerHTML = `<input name="name" value="${a.name}">`
-                + `<input name="system.attributes.hp.value" data-dtype="Number" value="${a.system.attributes.hp.value}">`
-                + `<input name="system.attributes.sp.value" data-dtype="Number" value="${a.system.attributes.sp.value}">`
-                + `<input name="system.attributes.rp.value" data-dtype="Number" value="${a.system.attributes.rp.value}">`;
+              form.innerHTML = `<input name="name" value="${a.name}">`;
+              for (const pool of ['hp', 'sp', 'rp']) {
+                const input = document.createElement('input');
+                input.name = `system.attributes.${pool}.value`;
+                input.dataset.dtype = 'Number';
+                input.value = String(a.system.attributes[pool].value);
+                form.append(input);
+              }
               const win = document.createElement('div');
               win.className = 'app window-app';
               win.innerHTML = '<section class="window-content"></section>';
@@ -341,7 +345,8 @@ async def test_a_player_sheet_form_submits_every_input_and_only_the_change_count
               form.addEventListener('change', async () => {
                 const data = {};
                 for (const el of form.elements) {
-                  if (el.name) data[el.name] = el.dataset.dtype === 'Number' ? Number(el.value) : el.value;
+                  if (!el.name) continue;
+                  data[el.name] = el.dataset.dtype === 'Number' ? Number(el.value) : el.value;
                 }
                 submitted.push(Object.keys(data).length);
                 await a.update(data);

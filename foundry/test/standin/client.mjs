@@ -54,21 +54,18 @@ export class FoundryClient {
       return all;
     };
     const settings = this.settings;
-    // v13's WorldSettings: the world's Setting documents (a `user` setting
-    // is one with a `user` field, its value a JSON string).
+    // v13's WorldSettings: a collection of the world's Setting documents (a
+    // `user` setting is one with a `user` field, its value a JSON string).
+    const worldSettings = {
+      *[Symbol.iterator]() {
+        for (const [k, value] of world.userSettings) {
+          const [user, key] = [k.slice(0, k.indexOf(":")), k.slice(k.indexOf(":") + 1)];
+          yield { key, user, value: JSON.stringify(value), delete: async () => world.userSettings.delete(k) };
+        }
+      },
+    };
     settings.storage = new Map([
-      [
-        "world",
-        {
-          find: (fn) => {
-            const docs = [...world.userSettings].map(([k, value]) => {
-              const [user, key] = [k.slice(0, k.indexOf(":")), k.slice(k.indexOf(":") + 1)];
-              return { key, user, value: JSON.stringify(value), delete: async () => world.userSettings.delete(k) };
-            });
-            return docs.find(fn);
-          },
-        },
-      ],
+      ["world", worldSettings],
       ["client", this.storage],
     ]);
     const game = {
