@@ -269,6 +269,27 @@ export class Clock {
     await this.sync();
   }
 
+  /**
+   * This client starts sending automation: Foundry's world time that moved
+   * while no client did (a GM without a valid token advancing it, a combat
+   * the server does not hold) is sent now as one advance_clock, so it is
+   * counted, not rewound by the next sync. Called after the turns passed
+   * meanwhile were sent (their rounds moved the server's clock). Returns the
+   * seconds sent. Nothing before this room's offset is known (the first
+   * connection sets it from Foundry's time: nothing was missed).
+   */
+  async catchUp() {
+    const saved = this.saved();
+    const state = this.mod.client?.state;
+    if (saved === null || !state || this.pending) return 0;
+    const seconds = Math.floor(this.worldTime() - saved) - this.expected();
+    if (seconds < 1) return 0;
+    const held = { room: this.mod.room, base: state.clock + this.inflight, seconds };
+    this.inflight += seconds;
+    await this.send(held);
+    return seconds;
+  }
+
   /** Foundry's time back to the server's (a refused rewind, a dropped advance). */
   async resync() {
     this.lastClock = null;

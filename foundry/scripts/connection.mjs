@@ -356,6 +356,8 @@ export class Connection {
     const mod = this.mod;
     mod.ui?.refresh();
     mod.emitApi("state", mod.client?.state);
-    if (mod.isAutomation()) mod.scheduleSync();
+    // Once this client has become the automation client (its first sync
+    // comes after what it catches up: becomeAutomation).
+    if (mod.users.was && mod.isAutomation()) mod.scheduleSync();
   }
 }

@@ -211,19 +211,22 @@ export class VttSyncModule {
   }
 
   /** This client now sends automation: bring everything in step. The
-   * turns the tracker passed while no client sent automation are sent
-   * first (the server's clock moves with the rounds they end), then
-   * Foundry's time follows the server's, then the sheets. */
+   * world time held in this browser is sent, then the turns the tracker
+   * passed while no client sent automation (the server's clock moves with
+   * the rounds they end), then the rest of Foundry's world time that moved
+   * meanwhile; then Foundry's time follows the server's, then the sheets. */
   becomeAutomation() {
     this.users.was = true;
+    this.clock.restore();
     this.enqueue(async () => {
       let missed = 0;
       for (const combat of this.tracker.combats()) {
         if (this.tracker.isLinked(combat) && combat.started) missed += await this.turns.catchUp(combat);
       }
       if (missed) this.notify("warn", "CaughtUp", { turns: missed });
+      const seconds = await this.clock.catchUp();
+      if (seconds) this.notify("warn", "CaughtUpTime", { seconds });
     });
-    this.clock.restore();
     this.scheduleSync();
     this.enqueue(async () => {
       for (const actor of this.sheets.linkedActors()) await this.sheets.push(actor);

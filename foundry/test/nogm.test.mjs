@@ -60,6 +60,7 @@ test("no GM online: a player's End Turn is told once and Foundry's time moves; t
   for (const tab of t.all) assert.equal(serverSeconds(tab), 6);
   assert.match(texts(back).join("\n"), /2 turns were played while no GM ran vtt-sync/);
   assert.equal(texts(back).filter((x) => /differ/.test(x)).length, 0); // no "out of step"
+  assert.doesNotMatch(texts(back).join("\n"), /world time passed/); // the round came with the turns
   t.assertClean({ allow: [/no GM is running vtt-sync/, /turns were played while no GM/] });
   t.close();
 });
@@ -73,9 +74,11 @@ test("a GM whose token is refused sends no automation: the player is told; an as
   assert.equal(t.world.users.get(t.gmUser).flags["vtt-sync"].login, null);
   assert.equal(t.player.mod.users.present(), false);
   await t.player.client.combat(cid).nextTurn(); // Aline -> Gorgol
+  await t.gm.game.time.advance(600); // Maya moves the calendar on: nothing reaches the server
   await t.settle();
   assert.match(texts(t.player).join("\n"), /no GM is running vtt-sync/);
   assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 1 });
+  assert.equal(t.state.clock, 0);
   // Zoé, an assistant GM with her own GM token, joins: she sends automation.
   const ack = await t.watcher.command("add_user", { name: "Zoé", role: "gm" });
   const zoe = t.join(t.world.addUser("Zoé", 3), ack.result.token);
@@ -83,12 +86,14 @@ test("a GM whose token is refused sends no automation: the player is told; an as
   await waitFor(() => zoe.mod.isAutomation(), { what: "Zoé automates" });
   await t.settle();
   assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 1, round: 1 }); // Aline's turn, sent on Zoé's arrival
+  assert.equal(t.state.clock, 600); // and Maya's 600 s, counted, not rewound
+  assert.match(texts(zoe).join("\n"), /600 s of world time passed in Foundry while no GM ran vtt-sync/);
   await t.player.client.combat(cid).nextTurn(); // Gorgol -> round 2, now with automation
   await t.settle();
   assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 2 });
   assert.equal(t.state.characters[cg].pp, 3);
-  assert.equal(t.player.game.time.worldTime, t.world.settings.get("vtt-sync.clock").offset + 6);
-  assert.equal(t.state.clock, 6);
-  t.assertClean({ allow: [/no GM is running vtt-sync/, /turns were played while no GM/, /refused/i] });
+  assert.equal(t.player.game.time.worldTime, t.world.settings.get("vtt-sync.clock").offset + 606);
+  assert.equal(t.state.clock, 606);
+  t.assertClean({ allow: [/no GM is running vtt-sync/, /while no GM ran vtt-sync/, /refused/i] });
   t.close();
 });
