@@ -1,7 +1,22 @@
-// ESLint for the browser client and the page (client_stub/web): the
-// recommended rules, browser globals, ES modules. tests/test_js.py runs it.
+// ESLint for the project's JavaScript: the browser client and the page
+// (client_stub/web), the Foundry module (foundry/scripts and the recorder in
+// foundry/tools: Foundry's globals besides the browser's) and its tests
+// (Node). The recommended rules, ES modules. tests/test_static.py runs it.
 import js from "@eslint/js";
 import globals from "globals";
+
+const unused = ["error", { argsIgnorePattern: "^_", caughtErrors: "none" }];
+
+/** The globals Foundry VTT defines for a module's scripts (main.mjs reads them). */
+const foundryGlobals = {
+  Hooks: "readonly",
+  game: "readonly",
+  ui: "readonly",
+  CONFIG: "readonly",
+  foundry: "readonly",
+  ChatMessage: "readonly",
+  Dialog: "readonly",
+};
 
 export default [
   js.configs.recommended,
@@ -12,8 +27,24 @@ export default [
       sourceType: "module",
       globals: { ...globals.browser },
     },
-    rules: {
-      "no-unused-vars": ["error", { argsIgnorePattern: "^_", caughtErrors: "none" }],
+    rules: { "no-unused-vars": unused },
+  },
+  {
+    files: ["foundry/scripts/**/*.mjs", "foundry/tools/**/*.mjs"],
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: "module",
+      globals: { ...globals.browser, ...foundryGlobals },
     },
+    rules: { "no-unused-vars": unused },
+  },
+  {
+    files: ["foundry/test/**/*.mjs"],
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: "module",
+      globals: { ...globals.node, ...globals.browser },
+    },
+    rules: { "no-unused-vars": unused },
   },
 ];

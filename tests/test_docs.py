@@ -98,7 +98,20 @@ CITED = re.compile(r"(?<![\w./@:$-])((?:[\w-]+/)*[\w-]+\.(?:py|md|mjs|js|toml|cs
 # connection (the 431 it answers: tests/server/test_http_statuses.py), the Foundry
 # system's sources the module is modelled on (foundry/README.md), the older
 # tree an A/B benchmark is pointed at, an operator's own settings file.
-ELSEWHERE = ("_state.py", "h11/_connection.py", "src/module/", "OLD/", "config.toml", "vtt.toml")
+# Foundry's own client and common code, and the sfrpg and pf1 sources, that
+# the Foundry module and its stand-in cite (foundry/README.md, "The stand-in's
+# rules, and the source each follows").
+FOUNDRY_SOURCES = ("client/", "common/", "sheet/base.js", "actor-pf.mjs",
+                   "actor-conditions.js", "client-backend.mjs")  # fmt: skip
+ELSEWHERE = (
+    *FOUNDRY_SOURCES,
+    "_state.py",
+    "h11/_connection.py",
+    "src/module/",
+    "OLD/",
+    "config.toml",
+    "vtt.toml",
+)
 # A section cited as `docs/<page>.md, "<heading>"` (the heading's beginning).
 SECTION = re.compile(r"docs/([\w-]+)\.md, \"([^\"]+)\"")
 

@@ -1,8 +1,11 @@
 """The static checks, in the one test command: ruff (lint and format), mypy
 (pyproject's [tool.mypy]: default settings on the product, strict on the pure
-cores) and, for the browser client and the page, `tsc --checkJs` and eslint
-(package.json at the top, installed by scripts/install-test-deps with
-`npm ci`). Each fails with the checker's own report."""
+cores), for the browser client and the page `tsc --checkJs`, and eslint over
+the browser client, the page and the Foundry module with its tests
+(eslint.config.mjs; package.json at the top, installed by
+scripts/install-test-deps with `npm ci`; the Foundry module's own
+`tsc --checkJs --strict` is foundry/test/types.test.mjs). Each fails with
+the checker's own report."""
 
 from __future__ import annotations
 
@@ -45,6 +48,9 @@ def test_the_browser_client_type_checks() -> None:
     assert checked.returncode == 0, checked.stdout[-8000:]
 
 
-def test_the_browser_client_lints() -> None:
-    linted = run(node_tool("eslint"), "client_stub/web")
+LINTED = ("client_stub/web", "foundry/scripts", "foundry/test", "foundry/tools")
+
+
+def test_the_browser_client_and_the_foundry_module_lint() -> None:
+    linted = run(node_tool("eslint"), *LINTED)
     assert linted.returncode == 0, linted.stdout[-8000:]

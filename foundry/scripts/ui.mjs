@@ -4,23 +4,40 @@
 // functions (panelHtml, trackerHtml) that the tests render; wiring them into
 // Foundry's windows is what only a real Foundry shows (foundry/README.md).
 
-import { MODULE_ID } from "./systems.mjs";
 import { escapeHtml, num } from "./html.mjs";
+import { askMaxima, connectionDialog, element, menuClass } from "./menu.mjs";
+import { CONDITIONS as CONDITION_LIST, MODULE_ID } from "./names.mjs";
 
-export { escapeHtml, num };
+export { element, escapeHtml, menuClass, num };
 
-const STATUSES = ["off", "idle", "connecting", "connected", "disconnected", "failed", "closed"];
-const CONDITIONS = new Set(["conscious", "dying", "stable", "dead"]);
+/** @typedef {import("./module.mjs").VttSyncModule} VttSyncModule */
+/** @typedef {import("./menu.mjs").Texts} Texts */
+/** @typedef {import("./actor-data.mjs").Maxima} Maxima */
 
 /**
  * What the panel shows for one actor.
- * @returns {{status, linked, gm, char, id, actions, flagMaxima, labels, paused}}
+ * @typedef {object} PanelModel
+ * @property {string} status the connection's status
+ * @property {boolean} linked
+ * @property {boolean} gm
+ * @property {string | null} id the server character
+ * @property {VttSync.Character | null} char
+ * @property {{pv: string, pe: string, pp: string}} [labels]
+ * @property {boolean} [paused]
+ * @property {import("./actions.mjs").Action[]} actions
+ * @property {{pe_max: unknown, pp_max: unknown, pe: boolean} | null} flagMaxima
  */
+
+const STATUSES = ["off", "idle", "connecting", "connected", "disconnected", "failed", "closed"];
+const CONDITIONS = new Set(CONDITION_LIST);
+
+/** @param {VttSyncModule} mod @param {Actor.Implementation} actor @returns {PanelModel} */
 export function panelModel(mod, actor) {
   const g = mod.game;
-  const id = mod.charOf(actor);
+  const id = mod.sheets.charOf(actor);
   const char = id ? (mod.client?.state?.characters?.[id] ?? null) : null;
-  const system = mod.adapter().id;
+  const adapter = mod.sheets.adapter();
+  const system = adapter.id;
   return {
     status: mod.status,
     linked: Boolean(id),
@@ -28,8 +45,8 @@ export function panelModel(mod, actor) {
     id,
     char,
     labels: mod.labels(actor),
-    paused: mod.isPaused(actor),
-    actions: char ? mod.actionsFor(actor) : [],
+    paused: mod.sheets.isPaused(actor),
+    actions: char ? mod.sheets.actionsFor(actor) : [],
     // pf1 and other systems keep PE/PP maxima in the module's flags: the GM edits them here.
     flagMaxima:
       g.user?.isGM && system !== "sfrpg"
@@ -37,12 +54,28 @@ export function panelModel(mod, actor) {
             pe_max: actor.flags?.[MODULE_ID]?.pe_max ?? 0,
             pp_max: actor.flags?.[MODULE_ID]?.pp_max ?? 0,
             // PE max is the sheet's own under pf1's Wounds and Vigor (vigor), else a flag
-            pe: !(system === "pf1" && mod.adapter().paths(actor, mod.settingsGetter()).pe),
+            pe: !adapter.holdsPe?.(actor, mod.settings.getter()),
           }
         : null,
   };
 }
 
+/** The condition's text key: `nonlethal` for stable after nonlethal damage (N1).
+ * @param {VttSync.Character} c */
+function conditionKey(c) {
+  return c.condition === "stable" && c.nonlethal === true ? "nonlethal" : c.condition;
+}
+
+/** The server's ability damage (A1), when there is any: " Con 4, Str 2".
+ * @param {VttSync.Character} c @param {Texts} t */
+function abilityDamageHtml(c, t) {
+  const list = Object.entries(c.ability_damage ?? {})
+    .filter(([, n]) => Number(n) > 0)
+    .map(([a, n]) => `${a.charAt(0).toUpperCase()}${a.slice(1)} ${num(n)}`);
+  return list.length ? ` <span class="vtt-sync-ability-damage">${escapeHtml(t("AbilityDamage", { list: list.join(", ") }))}</span>` : "";
+}
+
+/** The panel's HTML, every server value escaped. @param {PanelModel} model @param {Texts} t */
 export function panelHtml(model, t) {
   const parts = [
     `<header><strong>vtt-sync</strong> <span class="vtt-sync-dot ${escapeHtml(model.status)}"></span></header>`,
@@ -56,13 +89,15 @@ export function panelHtml(model, t) {
         `<span>${escapeHtml(L.pv)} ${num(c.pv)}/${num(c.pv_max)}</span> ` +
         `<span>${escapeHtml(L.pe)} ${num(c.pe)}/${num(c.pe_max)}</span> ` +
         `<span>${escapeHtml(L.pp)} ${num(c.pp)}/${num(c.pp_max)}</span> ` +
-        `<span class="vtt-sync-condition ${escapeHtml(CONDITIONS.has(c.condition) ? c.condition : "unknown")}">${escapeHtml(t(`Condition.${c.condition}`))}</span>` +
+        `<span class="vtt-sync-condition ${escapeHtml(CONDITIONS.has(c.condition) ? c.condition : "unknown")}">${escapeHtml(t(`Condition.${conditionKey(c)}`))}</span>` +
         (c.activity ? ` <span>${escapeHtml(t(`Rest.${c.activity.kind}`))}</span>` : "") +
+        abilityDamageHtml(c, t) +
         `</div>`,
     );
   } else if (model.linked) {
     parts.push(`<div>${escapeHtml(t("NotOnServer", { char: model.id }))}</div>`);
   }
+  /** @type {string[]} */
   const buttons = [];
   for (const a of model.actions) {
     const label = t(`Action.${a.key}`, a.name ? { name: a.name } : undefined);
@@ -84,6 +119,7 @@ export function panelHtml(model, t) {
   if (buttons.length) parts.push(`<div class="vtt-sync-actions">${buttons.join("")}</div>`);
   if (model.flagMaxima) {
     const f = model.flagMaxima;
+    /** @param {"pe_max" | "pp_max"} key */
     const input = (key) =>
       `<label>${escapeHtml(t(key === "pe_max" ? "PeMax" : "PpMax", { pe: L.pe, pp: L.pp }))} <input type="number" min="0" step="1" data-vtt-flag="${key}" value="${num(Number(f[key]) || 0)}"></label>`;
     parts.push(`<div class="vtt-sync-maxima">${f.pe ? input("pe_max") : ""}${input("pp_max")}</div>`);
@@ -91,18 +127,12 @@ export function panelHtml(model, t) {
   return parts.join("");
 }
 
+/** @param {Texts} t */
 export function trackerHtml(t) {
   return (
     `<button type="button" data-vtt-tracker="link">${escapeHtml(t("LinkCombatants"))}</button>` +
     `<button type="button" data-vtt-tracker="resync">${escapeHtml(t("SyncTurns"))}</button>`
   );
-}
-
-/** An element from a render hook's html (jQuery in AppV1, an element in AppV2). */
-export function element(html) {
-  if (!html) return null;
-  if (typeof html.querySelector === "function") return html;
-  return html[0] ?? null;
 }
 
 /**
@@ -113,47 +143,69 @@ export function element(html) {
  * client/apps/app.d.mts); searching from `html` alone put the panel inside
  * the form at the first re-render. `app.element` is the window in both
  * (jQuery in AppV1, an HTMLElement in AppV2).
+ * @param {{element?: unknown} | null | undefined} app @param {unknown} html @returns {Element | null}
  */
 export function panelHost(app, html) {
-  const within = (el) => (el?.matches?.(".window-content") ? el : (el?.querySelector?.(".window-content") ?? null));
+  /** @param {Element | null} el */
+  const within = (el) => (el?.matches(".window-content") ? el : (el?.querySelector(".window-content") ?? null));
   const win = element(app?.element);
   const root = element(html);
-  return within(win) ?? within(root) ?? root?.closest?.(".window-content") ?? root;
+  return within(win) ?? within(root) ?? root?.closest(".window-content") ?? root;
 }
 
-export function createUi(mod) {
-  const t = (key, data) => mod.t(key, data);
-  let indicator = null;
+/** The DOM side of the module (main.mjs gives it to the module; the tests
+ * run without one). @typedef {ReturnType<typeof createUi>} Ui */
 
+/** @param {VttSyncModule} mod */
+export function createUi(mod) {
+  /** @type {Texts} */
+  const t = (key, data) => mod.t(key, data);
+  /** @type {HTMLElement | null} */
+  let indicator = null;
+  /** @type {WeakMap<Element, Actor.Implementation>} each drawn panel's actor */
+  const panels = new WeakMap();
+
+  /** @param {HTMLElement} panel @param {Actor.Implementation} actor */
   function fillPanel(panel, actor) {
     panel.innerHTML = panelHtml(panelModel(mod, actor), t);
-    for (const b of panel.querySelectorAll("[data-vtt-op]")) {
-      b.addEventListener("click", () => mod.act(actor, b.dataset.vttOp, JSON.parse(b.dataset.vttArgs)));
+    for (const b of panel.querySelectorAll("button[data-vtt-op]")) {
+      if (!(b instanceof HTMLElement)) continue;
+      const op = b.dataset.vttOp ?? "";
+      const args = JSON.parse(b.dataset.vttArgs ?? "{}");
+      b.addEventListener("click", () => mod.sheets.act(actor, op, args));
     }
-    panel.querySelector('[data-vtt-gm="link"]')?.addEventListener("click", () => mod.link(actor));
-    panel.querySelector('[data-vtt-gm="unlink"]')?.addEventListener("click", () => mod.unlink(actor));
-    const nosync = panel.querySelector('[data-vtt-gm="nosync"]');
-    nosync?.addEventListener("change", () => mod.setPaused(actor, nosync.checked));
-    for (const input of panel.querySelectorAll("[data-vtt-flag]")) {
+    panel.querySelector('[data-vtt-gm="link"]')?.addEventListener("click", () => mod.sheets.link(actor));
+    panel.querySelector('[data-vtt-gm="unlink"]')?.addEventListener("click", () => mod.sheets.unlink(actor));
+    const nosync = panel.querySelector('input[data-vtt-gm="nosync"]');
+    if (nosync instanceof HTMLInputElement) {
+      nosync.addEventListener("change", () => mod.sheets.setPaused(actor, nosync.checked));
+    }
+    for (const input of panel.querySelectorAll("input[data-vtt-flag]")) {
+      if (!(input instanceof HTMLInputElement)) continue;
+      const key = input.dataset.vttFlag === "pe_max" ? "pe_max" : "pp_max";
       input.addEventListener("change", () => {
         const n = Math.max(0, Math.floor(Number(input.value) || 0));
-        actor.setFlag(MODULE_ID, input.dataset.vttFlag, n);
+        actor.setFlag(MODULE_ID, key, n);
       });
     }
   }
 
+  /** A sheet was drawn: its panel, at the top of its content.
+   * @param {{actor?: Actor.Implementation | null, element?: unknown}} app @param {unknown} html */
   function onSheet(app, html) {
-    const actor = app.actor ?? app.document;
+    const actor = app.actor;
     const content = panelHost(app, html);
     if (!actor || !content) return;
-    if (!mod.game.user?.isGM && !mod.charOf(actor)) return; // nothing to show a player
+    if (!mod.game.user?.isGM && !mod.sheets.charOf(actor)) return; // nothing to show a player
     let panel = content.querySelector(":scope > .vtt-sync-panel");
-    if (!panel) {
+    if (!(panel instanceof HTMLElement)) {
       panel = document.createElement("section");
       panel.className = "vtt-sync-panel";
       content.prepend(panel);
     }
+    if (!(panel instanceof HTMLElement)) return;
     panel.dataset.actorUuid = actor.uuid;
+    panels.set(panel, actor);
     fillPanel(panel, actor);
   }
 
@@ -171,6 +223,8 @@ export function createUi(mod) {
     }
   }
 
+  /** The combat tracker was drawn: the GM's two buttons.
+   * @param {{viewed?: Combat.Implementation | null}} app @param {unknown} html */
   function onTracker(app, html) {
     const root = element(html);
     if (!root || !mod.game.user?.isGM) return;
@@ -183,143 +237,17 @@ export function createUi(mod) {
       (root.querySelector("header, .combat-tracker-header") ?? root).append(bar);
     }
     bar.innerHTML = trackerHtml(t);
-    bar.querySelector('[data-vtt-tracker="link"]').addEventListener("click", () => mod.linkCombat(combat));
-    bar.querySelector('[data-vtt-tracker="resync"]').addEventListener("click", () => mod.resync(combat));
-  }
-
-  /** A dialog with one OK button, on v13's DialogV2 or v12's Dialog:
-   * resolves with onOk(root)'s value, or null when closed. */
-  /** @param {{title: string, content: string, ok: string, onOk: Function, onRender?: Function}} opts */
-  function dialog({ title, content, ok, onOk, onRender = undefined }) {
-    const env = mod.env;
-    const V2 = env.foundry?.applications?.api?.DialogV2;
-    return new Promise((resolve) => {
-      let done = false;
-      const finish = (v) => {
-        if (!done) resolve(v);
-        done = true;
-      };
-      if (V2) {
-        const d = new V2({
-          window: { title },
-          content,
-          buttons: [{ action: "ok", label: ok, default: true, callback: () => finish(onOk(d.element)) }],
-        });
-        d.addEventListener?.("close", () => finish(null));
-        Promise.resolve(d.render({ force: true })).then(() => onRender?.(d.element));
-      } else {
-        new env.Dialog({
-          title,
-          content,
-          buttons: { ok: { label: ok, callback: (html) => finish(onOk(element(html))) } },
-          default: "ok",
-          render: (html) => onRender?.(element(html)),
-          close: () => finish(null),
-        }).render(true);
-      }
-    });
-  }
-
-  /** Linking an actor of a system without PE/PP: the GM confirms the
-   * proposed maxima (or edits them). */
-  function askMaxima(actor, proposal, labels) {
-    const field = (key, label) =>
-      `<div class="form-group"><label>${escapeHtml(label)}</label>` +
-      `<input type="number" min="0" step="1" name="${key}" value="${num(proposal[key])}"></div>`;
-    const content =
-      `<p>${escapeHtml(t("MaximaAsk", { name: actor.name }))}</p>` +
-      ("pe_max" in proposal ? field("pe_max", t("PeMax", labels)) : "") +
-      ("pp_max" in proposal ? field("pp_max", t("PpMax", labels)) : "");
-    return dialog({
-      title: t("MaximaTitle"),
-      content,
-      ok: t("Link"),
-      onOk: (root) => {
-        const out = {};
-        for (const key of Object.keys(proposal)) {
-          const v = Number(root?.querySelector(`[name="${key}"]`)?.value);
-          out[key] = Number.isFinite(v) ? Math.max(0, Math.floor(v)) : proposal[key];
-        }
-        return out;
-      },
-    });
-  }
-
-  /** The settings menu: the connection's settings and a test that says
-   * what is wrong. The token field is a password field, left empty (the
-   * saved token is never shown); empty keeps the saved one. */
-  function connectionDialog() {
-    const gm = Boolean(mod.game.user?.isGM);
-    const value = (k) => escapeHtml(mod.setting(k) ?? "");
-    const dis = gm ? "" : " disabled";
-    const content =
-      `<div class="vtt-sync-connection">` +
-      `<div class="form-group"><label>${escapeHtml(t("Settings.ServerUrl.Name"))}</label><input type="text" name="serverUrl" value="${value("serverUrl")}"${dis}></div>` +
-      `<div class="form-group"><label>${escapeHtml(t("Settings.Room.Name"))}</label><input type="text" name="room" value="${value("room")}"${dis}></div>` +
-      `<div class="form-group"><label>${escapeHtml(t("Settings.Token.Name"))}</label><input type="password" name="token" autocomplete="off" spellcheck="false" placeholder="${escapeHtml(t(mod.setting("token") ? "TokenSaved" : "TokenNone"))}"></div>` +
-      `<p class="hint">${escapeHtml(t("Settings.Token.Hint"))}</p>` +
-      `<p><button type="button" data-vtt-test>${escapeHtml(t("Test.Button"))}</button></p>` +
-      `<p class="vtt-sync-test-result" aria-live="polite"></p></div>`;
-    const read = (root) => {
-      const v = (k) => root?.querySelector(`[name="${k}"]`)?.value?.trim() ?? "";
-      const out = { token: v("token") || String(mod.setting("token") || "") };
-      if (gm) Object.assign(out, { serverUrl: v("serverUrl"), room: v("room") });
-      return out;
-    };
-    return dialog({
-      title: t("Menu.Title"),
-      content,
-      ok: t("Menu.Save"),
-      onRender: (root) => {
-        /** @type {HTMLElement} */
-        const out = root?.querySelector(".vtt-sync-test-result");
-        root?.querySelector("[data-vtt-test]")?.addEventListener("click", async () => {
-          out.textContent = t("Test.running");
-          const r = await mod.testConnection(read(root));
-          const url = mod.serverUrl();
-          out.textContent = t(`Test.${r.code}`, { detail: r.detail ?? "", role: r.role ?? "", user: r.user ?? "", url, https: url.replace(/^ws/i, "http"), origin: mod.pageOrigin() });
-          out.dataset.code = r.code;
-        });
-      },
-      onOk: async (root) => {
-        const values = read(root);
-        const s = mod.game.settings;
-        if (gm) {
-          if (values.serverUrl !== mod.setting("serverUrl")) await s.set("vtt-sync", "serverUrl", values.serverUrl);
-          if (values.room !== mod.setting("room")) await s.set("vtt-sync", "room", values.room);
-        }
-        if (values.token !== mod.setting("token")) await s.set("vtt-sync", "token", values.token);
-        return values;
-      },
-    });
-  }
-
-  /** Foundry's own settings window shows a String setting as a text
-   * field: the token's becomes a password field (renderSettingsConfig). */
-  function maskToken(app, html) {
-    const root = element(html);
-    for (const input of root?.querySelectorAll?.('input[name="vtt-sync.token"]') ?? []) {
-      input.type = "password";
-      input.autocomplete = "off";
-      input.spellcheck = false;
-    }
-  }
-
-  /** registerMenu's `type`: Foundry constructs it and calls render(). */
-  class ConnectionMenu {
-    render() {
-      connectionDialog();
-      return this;
-    }
+    bar.querySelector('[data-vtt-tracker="link"]')?.addEventListener("click", () => mod.tracker.linkCombat(combat));
+    bar.querySelector('[data-vtt-tracker="resync"]')?.addEventListener("click", () => mod.tracker.resync(combat));
   }
 
   return {
-    askMaxima,
-    connectionDialog,
-    maskToken,
-    MenuClass: ConnectionMenu,
+    /** @param {Actor.Implementation} actor @param {Maxima} proposal @param {Record<string, string>} labels */
+    askMaxima: (actor, proposal, labels) => askMaxima(mod.env, t, actor, proposal, labels),
+    connectionDialog: () => connectionDialog(mod),
+    MenuClass: menuClass(mod.env, () => void connectionDialog(mod)),
+    /** @param {typeof Hooks} Hooks */
     register(Hooks) {
-      Hooks.on("renderSettingsConfig", maskToken);
       Hooks.on("renderActorSheet", onSheet); // AppV1 sheets (sfrpg, pf1)
       Hooks.on("renderActorSheetV2", onSheet); // v13 AppV2 sheets
       Hooks.on("renderCombatTracker", onTracker);
@@ -333,6 +261,7 @@ export function createUi(mod) {
       placeIndicator();
       this.status(mod.status, "");
     },
+    /** @param {string} status @param {string} detail */
     status(status, detail) {
       if (!indicator) return;
       indicator.classList.remove(...STATUSES);
@@ -342,8 +271,9 @@ export function createUi(mod) {
     },
     /** Redraw the open panels in place (the system's sheet is not re-rendered). */
     refresh() {
-      for (const panel of document.querySelectorAll(/** @type {"section"} */ (".vtt-sync-panel[data-actor-uuid]"))) {
-        const actor = mod.env.fromUuidSync?.(panel.dataset.actorUuid);
+      for (const panel of document.querySelectorAll("section.vtt-sync-panel[data-actor-uuid]")) {
+        if (!(panel instanceof HTMLElement)) continue;
+        const actor = panels.get(panel);
         if (actor) fillPanel(panel, actor);
       }
     },

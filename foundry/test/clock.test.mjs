@@ -43,7 +43,7 @@ for (const generation of [12, 13]) {
     assert.equal(t.state.clock, 3601);
     // The server's own clock changes (another client, a rest completing...) reach game.time.
     const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-    await t.gm.mod.link(t.gm.client.actor(aline));
+    await t.gm.mod.sheets.link(t.gm.client.actor(aline));
     await t.watcher.command("rest", { char: `fvtt-${aline}`, kind: "short" });
     await t.watcher.command("advance_clock", { seconds: 600 });
     await t.settle();
@@ -63,7 +63,7 @@ for (const generation of [12, 13]) {
   test(`v${generation}: Foundry's own combat time is turned off; the server's rounds are the only time in combat`, async () => {
     const t = await table({ generation, time: CALENDAR });
     const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-    await t.gm.mod.link(t.gm.client.actor(aline));
+    await t.gm.mod.sheets.link(t.gm.client.actor(aline));
     for (const tab of t.all) tab.env.CONFIG.time.turnTime = 3; // a world that also counts turn time
     const cid = t.world.addCombat({});
     const combat = t.gm.client.combat(cid);
@@ -93,8 +93,8 @@ for (const generation of [12, 13]) {
     const t = await table({ generation, time: CALENDAR, combatClass: "sfrpg" });
     const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
     const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet() });
-    await t.gm.mod.link(t.gm.client.actor(aline));
-    await t.gm.mod.link(t.gm.client.actor(gorgol));
+    await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+    await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
     const fired = [];
     for (const hook of ["combatTurn", "combatRound"]) t.gm.client.Hooks.on(hook, () => fired.push(hook));
     const cid = t.world.addCombat({});
@@ -128,6 +128,36 @@ for (const generation of [12, 13]) {
   });
 }
 
+// Issue 32, item 7: sfrpg's end-of-combat round was caught by a 3-second
+// window, which also dropped a GM's real one-round advance made then.
+test("sfrpg: a GM's own one-round advance just before or after a room combat's end counts; the system's does not", async () => {
+  const t = await table({ time: CALENDAR, combatClass: "sfrpg" });
+  const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+  for (const round of [0, 1]) {
+    const cid = t.world.addCombat({});
+    const combat = t.gm.client.combat(cid);
+    await combat.createEmbeddedDocuments("Combatant", [{ actorId: aline, initiative: 20 }]);
+    await combat.startCombat();
+    await combat.nextTurn(); // round 2: 6 s on the server
+    await t.settle();
+    const before = t.state.clock;
+    if (round === 0) {
+      await t.gm.game.time.advance(6); // "a round passes" from the GM, then End Combat at once
+      await combat.endCombat();
+    } else {
+      await combat.endCombat();
+      await t.gm.game.time.advance(6); // End Combat, then a round from the GM at once
+    }
+    await t.settle();
+    assert.equal(t.state.combat, null);
+    assert.equal(t.state.clock, before + 6); // the GM's round; sfrpg's end-of-combat round is not added
+    assertEqualClocks(t);
+  }
+  t.assertClean();
+  t.close();
+});
+
 // A calendar module's real-time clock (Simple Calendar: a world-time write
 // every 10 s of real time) must not fill the server's undo history.
 test("small world-time advances are coalesced into one advance_clock per minute of world time, none lost", async () => {
@@ -146,7 +176,7 @@ test("small world-time advances are coalesced into one advance_clock per minute 
   assert.equal(t.gm.game.time.worldTime, CALENDAR + 130); // Foundry keeps its time meanwhile
   // Any other command of the module sends the held time first: a linked turn.
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   await t.settle();
   assert.equal(t.state.clock, 130);
   assertEqualClocks(t);
@@ -163,8 +193,8 @@ test("world time held when the GM's tab closes is sent when the GM is back (noth
   assert.equal(t.state.clock, 0);
   // The tab closes before the minute is over; the GM comes back in the same browser.
   t.gm.mod.client.close();
-  clearTimeout(t.gm.mod.clockTimer);
-  t.gm.mod.clockTimer = null;
+  clearTimeout(t.gm.mod.clock.timer);
+  t.gm.mod.clock.timer = null;
   t.world.disconnect(t.gm.client);
   const back = t.join(t.gmUser, t.people.gm.token, { storage });
   t.tabs[0] = back;
@@ -172,5 +202,28 @@ test("world time held when the GM's tab closes is sent when the GM is back (noth
   await t.settle();
   assert.equal(t.state.clock, 20);
   assertEqualClocks(t);
+  t.close();
+});
+
+// Issue 32, item 5: every GM combat had its time set to 0, even one without
+// a linked combatant, whose rounds the server never counts: time froze.
+test("a combat the server does not hold (no linked combatant) keeps Foundry's time, which reaches the server as world time", async () => {
+  const t = await table({ time: CALENDAR });
+  const monsters = [await t.actor({ name: "Ghoul", type: "npc", system: sfrpgSheet() })];
+  monsters.push(await t.actor({ name: "Ghast", type: "npc", system: sfrpgSheet() }));
+  const cid = t.world.addCombat({});
+  const combat = t.gm.client.combat(cid);
+  await combat.createEmbeddedDocuments(
+    "Combatant",
+    monsters.map((actorId, i) => ({ actorId, initiative: 10 - i })),
+  );
+  await combat.startCombat();
+  for (let i = 0; i < 4; i++) await combat.nextTurn(); // two rounds
+  await t.settle();
+  assert.equal(t.state.combat, null); // the server holds no combat
+  assert.equal(t.gm.game.time.worldTime, CALENDAR + 12); // Foundry's two rounds
+  assert.equal(t.state.clock, 12); // sent as world time (advance_clock)
+  assertEqualClocks(t);
+  t.assertClean({ allow: [/no combatant of this combat is linked/] });
   t.close();
 });

@@ -21,11 +21,20 @@ const state = {
     c: { condition: "dying" },
     d: { condition: "dead" },
   },
+  // What the server accepts in set_order now (rules/affordances.py): d is
+  // dead but in the order, it may stay; b is dead and new, it may not (D6).
+  affordances: { room: { set_order: { args: {}, choices: { order: ["a", "c", "d"] } } } },
 };
 
-test("linkedOrder: linked combatants in Foundry's order, once each, no dead newcomer (D6)", () => {
-  assert.deepEqual(linkedOrder(["a", null, "b", "c", "a", "d", "zz"], state), ["a", "c", "d"]);
-  // d is dead but already in the server's order: it stays; b is dead and new: left out; zz is not in the room.
+test("linkedOrder: linked combatants in Foundry's order, once each, among those the server's set_order accepts", () => {
+  assert.deepEqual(linkedOrder(["a", null, "b", "c", "a", "d", "zz"], state), ["a", "c", "d"]); // zz is not in the room
+  // Before a combat: combat_start's choices; nobody may join: nobody.
+  const before = { ...state, combat: null, affordances: { room: { combat_start: { args: {}, choices: { order: ["c"] } } } } };
+  assert.deepEqual(linkedOrder(["a", "c"], before), ["c"]);
+  const none = { ...before, affordances: { room: { combat_start: { args: {}, why: { key: "combat_start_nobody" } } } } };
+  assert.deepEqual(linkedOrder(["a", "c"], none), []);
+  // A server without affordances: every linked character (its rules refuse the rest).
+  assert.deepEqual(linkedOrder(["a", "b"], { characters: state.characters }), ["a", "b"]);
 });
 
 test("walk: the positions passed over, wrapping rounds; a jump over MAX_WALK is refused", () => {

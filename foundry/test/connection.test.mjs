@@ -8,6 +8,7 @@ import { test } from "node:test";
 
 import { hostFamily, isMixedContent, redirectAllowed, toWsUrl } from "../scripts/connection.mjs";
 import { VttSyncModule } from "../scripts/module.mjs";
+import { presetToken } from "./harness.mjs";
 import { World } from "./standin.mjs";
 import { VttSyncClient, waitFor } from "./server.mjs";
 
@@ -79,7 +80,7 @@ function moduleAt({ url, protocol = "https:", WebSocket, redirectHosts = "" }) {
   world.settings.set("vtt-sync.room", "r1");
   world.settings.set("vtt-sync.redirectHosts", redirectHosts);
   const client = world.connect(gm);
-  client.preset("token", "secret-token-value", "client");
+  presetToken(client, "secret-token-value");
   if (WebSocket) client.env.WebSocket = WebSocket;
   const mod = new VttSyncModule(client.env, VttSyncClient).register();
   client.boot();

@@ -1,8 +1,7 @@
 // What Foundry users expect of a module: maxima asked for where the system
-// has none (pf1), labels per system and a French translation, tokens kept
-// in the browser (and carried over a v12 -> v13 upgrade), a per-actor
+// has none (pf1), labels per system and a French translation, a per-actor
 // "don't sync", rule events in the chat (opt-in), a `vtt-sync.ready` hook
-// and API, and the settings menu's connection test.
+// and API, and the settings menu's connection test (tokens: tokens.test.mjs).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -10,8 +9,8 @@ import { test } from "node:test";
 import { availableActions } from "../scripts/actions.mjs";
 import { VttSyncModule } from "../scripts/module.mjs";
 import { panelHtml, panelModel } from "../scripts/ui.mjs";
-import { GM, pf1Sheet, serverForFile, sfrpgSheet } from "./harness.mjs";
-import { Storage, World } from "./standin.mjs";
+import { GM, pf1Sheet, presetToken, serverForFile, sfrpgSheet } from "./harness.mjs";
+import { World } from "./standin.mjs";
 import { BrowserLikeWebSocket, VttSyncClient, waitFor } from "./server.mjs";
 
 const table = serverForFile("f");
@@ -24,11 +23,11 @@ test("pf1: linking proposes PE/PP maxima (none in the system), so a dying charac
     ownership: { default: 0, [t.playerUser]: 3 },
   });
   const asked = [];
-  t.gm.mod.askMaxima = async (actor, proposal) => {
+  t.gm.mod.sheets.askMaxima = async (actor, proposal) => {
     asked.push(proposal);
     return proposal; // the GM accepts the proposal
   };
-  await t.gm.mod.link(t.gm.client.actor(kira));
+  await t.gm.mod.sheets.link(t.gm.client.actor(kira));
   await t.settle();
   // pf1Sheet: level 5, every ability 12 (+1): PE 5 x (6 + 1) = 35, PP 5/2 + 1 = 3.
   assert.deepEqual(asked, [{ pe_max: 35, pp_max: 3 }]);
@@ -41,8 +40,8 @@ test("pf1: linking proposes PE/PP maxima (none in the system), so a dying charac
   assert.deepEqual(ops, ["stabilize"]);
   // A GM who cancels links nothing.
   const other = await t.actor({ name: "Zed", system: pf1Sheet() });
-  t.gm.mod.askMaxima = async () => null;
-  assert.equal(await t.gm.mod.link(t.gm.client.actor(other)), null);
+  t.gm.mod.sheets.askMaxima = async () => null;
+  assert.equal(await t.gm.mod.sheets.link(t.gm.client.actor(other)), null);
   assert.equal(t.state.characters[`fvtt-${other}`], undefined);
   t.assertClean();
   t.close();
@@ -77,66 +76,12 @@ test("labels per system: sfrpg's HP/SP/RP, pf1's HP (Wounds/Vigor under the vari
   assert.doesNotMatch(en.VTTSYNC.Action.Stabilize + en.VTTSYNC.EditByPlayer, /\bP[VEP]\b/); // no PV/PE/PP in English texts
 });
 
-test("the token is kept in the browser: a v12 -> v13 upgrade keeps it; a v13 token in the world's database moves to the browser", async (tc) => {
-  const url = "ws://127.0.0.1:9"; // nothing listens: only the settings are looked at
-  const boot = (world, userId, storage) => {
-    const client = world.connect(userId, { storage });
-    client.env.WebSocket = BrowserLikeWebSocket;
-    const mod = new VttSyncModule(client.env, VttSyncClient).register();
-    client.boot();
-    booted.push(mod);
-    return { client, mod };
-  };
-  const booted = [];
-  const tick = () => new Promise((r) => setTimeout(r, 20));
-  tc.after(() => booted.forEach((m) => m.client?.close()));
-  const storage = new Storage();
-  const v12 = new World({ generation: 12 });
-  const maya = v12.addUser("Maya", GM);
-  v12.settings.set("vtt-sync.serverUrl", url);
-  v12.settings.set("vtt-sync.room", "r1");
-  const a = boot(v12, maya, storage);
-  await tick();
-  await a.client.env.game.settings.set("vtt-sync", "token", "tok-12");
-  await tick();
-  a.mod.client?.close();
-  // The same world and browser, Foundry upgraded to v13.
-  const v13 = new World({ generation: 13 });
-  v13.users = v12.users;
-  v13.settings = v12.settings;
-  const b = boot(v13, maya, storage);
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(b.client.env.game.settings.get("vtt-sync", "token"), "tok-12");
-  assert.equal(b.mod.client?.url, url);
-  b.mod.client?.close();
-  // Module 0.1 on v13 stored it as a `user` setting, in the world's database.
-  const w = new World({ generation: 13 });
-  const lea = w.addUser("Lea", 1);
-  w.settings.set("vtt-sync.serverUrl", url);
-  w.settings.set("vtt-sync.room", "r1");
-  w.userSettings.set(`${lea}:vtt-sync.token`, "tok-db");
-  const c = boot(w, lea, new Storage());
-  await waitFor(() => c.mod.client, { what: "connect after the migration" });
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(c.mod.client.connections + c.mod.client._attempt <= 1, true); // one client, not two
-  assert.equal(c.client.env.game.settings.get("vtt-sync", "token"), "tok-db");
-  assert.equal(w.userSettings.has(`${lea}:vtt-sync.token`), false); // no copy left in the world
-  assert.match(c.client.notifications.map((n) => n.text).join("\n"), /moved from the world's database to this browser/);
-  c.mod.client?.close();
-  // Nothing anywhere: asked for once, no connection attempted.
-  const d = boot(w, w.addUser("Noa", 1), new Storage());
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(d.mod.client, null);
-  assert.match(d.client.notifications.map((n) => n.text).join("\n"), /enter your own token/);
-  tc.diagnostic("tokens: client scope on v12 and v13");
-});
-
 test("don't sync: the actor stays linked and in the combat, its sheet is left alone", async () => {
   const t = await table();
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const ca = `fvtt-${aline}`;
-  await t.gm.mod.setPaused(t.gm.client.actor(aline), true);
+  await t.gm.mod.sheets.setPaused(t.gm.client.actor(aline), true);
   await t.settle();
   await t.watcher.command("damage", { char: ca, amount: 5 });
   await t.settle();
@@ -147,7 +92,7 @@ test("don't sync: the actor stays linked and in the combat, its sheet is left al
   assert.equal(t.state.characters[ca].pv, 20);
   assert.equal(t.gm.client.actor(aline).system.attributes.hp.value, 3);
   assert.match(panelHtml(panelModel(t.gm.mod, t.gm.client.actor(aline)), (k) => k), /checked> NoSync/);
-  await t.gm.mod.setPaused(t.gm.client.actor(aline), false); // back: the server's values again
+  await t.gm.mod.sheets.setPaused(t.gm.client.actor(aline), false); // back: the server's values again
   await t.settle();
   assert.equal(t.gm.client.actor(aline).system.attributes.sp.value, 10);
   assert.equal(t.gm.client.actor(aline).system.attributes.hp.value, 20);
@@ -158,7 +103,7 @@ test("don't sync: the actor stays linked and in the combat, its sheet is left al
 test("rule events become chat messages when the world opts in, once (the automation client posts)", async () => {
   const t = await table();
   const aline = await t.actor({ name: "Kira", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const ca = `fvtt-${aline}`;
   await t.watcher.command("damage", { char: ca, amount: 3 }); // off by default
   await t.settle();
@@ -184,7 +129,7 @@ test("vtt-sync.ready fires once with the API; the API answers for an actor and r
   };
   const t = await table();
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const api = t.gm.mod.api();
   assert.equal(api.status, "connected");
   assert.equal(api.charId(t.gm.client.actor(aline)), `fvtt-${aline}`);
@@ -202,7 +147,7 @@ test("vtt-sync.ready fires once with the API; the API answers for an actor and r
   w.settings.set("vtt-sync.serverUrl", t.server.url);
   w.settings.set("vtt-sync.room", t.room);
   const c = w.connect(gm);
-  c.preset("token", t.people.gm.token, "client");
+  presetToken(c, t.people.gm.token);
   c.env.WebSocket = BrowserLikeWebSocket;
   c.Hooks.on("vtt-sync.ready", (a) => heard.push(a));
   const mod = new VttSyncModule(c.env, VttSyncClient).register();
@@ -219,14 +164,14 @@ test("vtt-sync.ready fires once with the API; the API answers for an actor and r
 test("the settings menu's connection test says what is wrong", async () => {
   const t = await table();
   const mod = t.player.mod;
-  assert.equal((await mod.testConnection()).code, "ok");
-  assert.deepEqual(await mod.testConnection(), { code: "ok", role: "player", user: t.people.Paul.user, room: t.room });
-  assert.equal((await mod.testConnection({ token: "not-a-token" })).code, "refused");
-  assert.equal((await mod.testConnection({ room: "no-such-room" })).code, "refused");
-  assert.equal((await mod.testConnection({ room: "" })).code, "empty");
-  assert.equal((await mod.testConnection({ serverUrl: "ws://127.0.0.1:9" })).code, "unreachable");
+  assert.equal((await mod.connection.test()).code, "ok");
+  assert.deepEqual(await mod.connection.test(), { code: "ok", role: "player", user: t.people.Paul.user, room: t.room });
+  assert.equal((await mod.connection.test({ token: "not-a-token" })).code, "refused");
+  assert.equal((await mod.connection.test({ room: "no-such-room" })).code, "refused");
+  assert.equal((await mod.connection.test({ room: "" })).code, "empty");
+  assert.equal((await mod.connection.test({ serverUrl: "ws://127.0.0.1:9" })).code, "unreachable");
   t.player.env.location = { protocol: "https:" };
-  assert.deepEqual(await mod.testConnection({ serverUrl: "ws://vtt.example.org:8765" }), {
+  assert.deepEqual(await mod.connection.test({ serverUrl: "ws://vtt.example.org:8765" }), {
     code: "insecure",
     detail: "ws://vtt.example.org:8765",
   });

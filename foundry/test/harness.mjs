@@ -35,7 +35,7 @@ export function sfrpgSheet({
     abilities: Object.fromEntries(
       ["str", "dex", "con", "int", "wis", "cha"].map((a) => [
         a,
-        { value: a === "con" ? 14 : 10, min: 3, misc: 0, mod: 0 },
+        { value: a === "con" ? 14 : 10, min: 3, misc: 0, mod: 0, damage: 0 },
       ]),
     ),
     skills: { med: { ability: "int", ranks: 2, value: 0, misc: 0, mod: med, enabled: true } },
@@ -121,9 +121,9 @@ export class Table {
     return [...this.tabs, this.player];
   }
 
-  join(userId, token, { storage } = {}) {
-    const client = this.world.connect(userId, storage ? { storage } : {});
-    client.preset("token", token, "client");
+  join(userId, token, { storage = null, browser = null } = {}) {
+    const client = this.world.connect(userId, { storage, browser });
+    if (token) presetToken(client, token);
     client.env.WebSocket = BrowserLikeWebSocket;
     const mod = new VttSyncModule(client.env, VttSyncClient, this.moduleOptions).register();
     client.boot();
@@ -149,18 +149,18 @@ export class Table {
         this.watcher.version,
         this.all.map((t) => [
           t.mod.client?.version,
-          t.mod.orderTimers.size,
-          t.mod.syncScheduled,
-          Boolean(t.mod.clockTimer),
+          t.mod.pending(),
         ]),
         this.world.time,
       ]);
-      const busy = this.all.some(
-        (t) =>
-          t.mod.orderTimers.size ||
-          (t.mod.clockTimer && t.mod.clockWindowMs <= 1000) || // a short window is waited for
-          (t.mod.client && t.mod.client.version !== this.watcher.version),
-      );
+      const busy = this.all.some((t) => {
+        const p = t.mod.pending();
+        return (
+          p.orders ||
+          (p.clockHeld && p.clockWindowMs <= 1000) || // a short window is waited for
+          (t.mod.client && !["failed", "closed"].includes(t.mod.client.status) && t.mod.client.version !== this.watcher.version)
+        );
+      });
       if (sig === last && !busy) stable += 1;
       else stable = 0;
       last = sig;
@@ -199,9 +199,46 @@ export class Table {
   }
 
   close() {
-    for (const t of this.all) t.mod.client?.close();
+    for (const t of this.all) {
+      t.mod.client?.close();
+      clearTimeout(t.mod.clock.timer);
+      for (const timer of t.mod.tracker.orderTimers.values()) clearTimeout(timer);
+    }
     this.watcher?.close();
   }
+}
+
+/** This user's token for this world, saved in the client's browser as the
+ * module keeps it (settings.mjs: the `tokens` client setting, one per world
+ * and user), before the client boots. */
+export function presetToken(client, token) {
+  const key = "vtt-sync.tokens";
+  const tokens = JSON.parse(client.storage.getItem(key) ?? "{}");
+  tokens[`${client.world.worldId}/${client.userId}`] = token;
+  client.storage.setItem(key, JSON.stringify(tokens));
+}
+
+/** Just enough DOM for the module's UI outside a browser (the indicator it
+ * adds at ready, the panels it looks for): elements record what is done to
+ * them. The DOM itself is tested in Chromium (tests/foundry/). */
+export function fakeDocument() {
+  const appended = [];
+  const element = () => ({
+    dataset: {},
+    classList: { add() {}, remove() {}, toggle() {} },
+    append() {},
+    prepend() {},
+    addEventListener() {},
+    querySelector: () => null,
+    querySelectorAll: () => [],
+  });
+  return {
+    appended,
+    getElementById: () => null,
+    createElement: element,
+    body: { append: (e) => appended.push(e) },
+    querySelectorAll: () => [],
+  };
 }
 
 /** The clock seen on one client, in server seconds. */
@@ -221,8 +258,14 @@ export function serverForFile(prefix) {
   after(async () => {
     await server?.stop();
   });
+  const tables = [];
+  after(() => {
+    for (const t of tables) t.close(); // a failed test's table too: no client left retrying
+  });
   return (opts = {}) => {
     rooms += 1;
-    return new Table(server, { room: `${prefix}${rooms}`, ...opts }).open();
+    const t = new Table(server, { room: `${prefix}${rooms}`, ...opts });
+    tables.push(t);
+    return t.open();
   };
 }

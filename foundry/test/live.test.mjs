@@ -21,8 +21,8 @@ async function combatTable(opts) {
   });
   const monster = await t.actor({ name: "Monster", type: "npc", system: sfrpgSheet() });
   const gm = t.gm;
-  await gm.mod.link(gm.client.actor(aline));
-  await gm.mod.link(gm.client.actor(gorgol));
+  await gm.mod.sheets.link(gm.client.actor(aline));
+  await gm.mod.sheets.link(gm.client.actor(gorgol));
   const cid = t.world.addCombat({});
   await gm.client.combat(cid).createEmbeddedDocuments("Combatant", [
     { actorId: aline, initiative: 20 },
@@ -52,7 +52,9 @@ for (const generation of [12, 13]) {
     await combat.nextTurn(); // Gorgol -> round 2, Aline
     await t.settle();
     assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 2 });
-    assert.deepEqual(heard, { gm: 4, player: 4 });
+    // combatTurnChange: v12 on every client, v13 on the active GM only (after
+    // its turn events); the module reads neither (see turns.mjs).
+    assert.deepEqual(heard, { gm: 4, player: generation >= 13 ? 0 : 4 });
     assert.deepEqual(
       t.patches("turn").map((p) => p.events.filter((e) => e.kind === "turn").map((e) => e.char)),
       [[cg], [ca]],
@@ -64,6 +66,33 @@ for (const generation of [12, 13]) {
     t.close();
   });
 }
+
+// Foundry v13 keeps one `previous` object, updated in place, and fires
+// combatTurnChange after the active GM's turn events (database work) were
+// awaited: quick Next Turns overwrite it before the first hook runs. Read
+// from that hook, one end_turn was never sent (issue 32, item 4).
+test("v13: quick Next Turns end every turn once (the tracker's history is the module's own)", async () => {
+  const { t, cid, ca, cg } = await combatTable({ generation: 13 });
+  const combat = t.gm.client.combat(cid);
+  await combat.startCombat();
+  await t.settle();
+  const priors = [];
+  t.gm.client.Hooks.on("combatTurnChange", (c, prior) => priors.push(prior));
+  await combat.nextTurn(); // Aline -> Monster: Aline's turn ends
+  await combat.nextTurn(); // Monster -> Gorgol, before the first change's turn events are over
+  await combat.nextTurn(); // Gorgol -> round 2: Gorgol's turn ends
+  await t.settle();
+  assert.equal(priors[0], priors[1]); // one live object: the first hook saw the last prior state
+  assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 2 });
+  // Each turn patch names the turn that starts: Gorgol's, then Aline's (round 2).
+  assert.deepEqual(
+    t.patches("turn").map((p) => p.events.filter((e) => e.kind === "turn").map((e) => e.char)),
+    [[cg], [ca]],
+  );
+  assert.equal(t.state.clock, 6);
+  t.assertClean();
+  t.close();
+});
 
 test("two tabs of the GM: every turn, start and time advance applies once", async () => {
   const { t, cid, ca, cg } = await combatTable({ gmTabs: 2 });
@@ -121,7 +150,7 @@ test("tracker edits mid-combat become set_order; the server's turn follows the t
   assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 1, round: 1 });
   // A newcomer with the highest initiative acts from the next round.
   const bastien = await t.actor({ name: "Bastien", system: sfrpgSheet({ hp: 30, hpMax: 30 }) });
-  await t.gm.mod.link(t.gm.client.actor(bastien));
+  await t.gm.mod.sheets.link(t.gm.client.actor(bastien));
   const cb = `fvtt-${bastien}`;
   await combat.createEmbeddedDocuments("Combatant", [{ actorId: bastien, initiative: 25 }]);
   await t.settle();
@@ -139,16 +168,23 @@ test("tracker edits mid-combat become set_order; the server's turn follows the t
   await combat.nextTurn();
   await t.settle();
   assert.deepEqual(t.state.combat, { order: [cb, cg, ca], turn: 0, round: 2 });
-  // Bastien's turn ends, then Gorgol (now the current one) is removed: Aline is next in both.
+  // Bastien's turn ends, then Gorgol (now the current one) is removed. v12's
+  // tracker goes back to the previous survivor, Bastien, who has played:
+  // the server's turn goes to Aline, the next to act, and Next Turn in
+  // Foundry walks into it without ending Bastien's turn a second time.
   await combat.nextTurn();
   await t.settle();
   assert.deepEqual(t.state.combat, { order: [cb, cg, ca], turn: 1, round: 2 });
   await combat.deleteEmbeddedDocuments("Combatant", [gc.id]);
   await t.settle();
+  assert.equal(combat.combatant.actorId, bastien);
   assert.deepEqual(t.state.combat, { order: [cb, ca], turn: 1, round: 2 });
-  assert.equal(combat.combatant.actorId, combat.turns[1].actorId);
   assert.equal(t.patches("turn").length, 2); // Aline's (round 1) and Bastien's: edits end no turn
   assert.equal(t.patches("order").length, 3);
+  await combat.nextTurn(); // Foundry: Bastien -> Aline
+  await t.settle();
+  assert.deepEqual(t.state.combat, { order: [cb, ca], turn: 1, round: 2 });
+  assert.equal(t.patches("turn").length, 2);
   // End of the combat.
   await combat.endCombat();
   await t.settle();
@@ -225,8 +261,7 @@ test("a combat already running when the module is set up: 'link combatants' star
     ],
   });
   const combat = t.gm.client.combat(cid);
-  t.gm.mod.seen.set(cid, 3);
-  await t.gm.mod.linkCombat(combat);
+  await t.gm.mod.tracker.linkCombat(combat);
   await t.settle();
   const [ca, cm, cg] = [`fvtt-${aline}`, `fvtt-${monster}`, `fvtt-${gorgol}`];
   assert.equal(combat.getFlag("vtt-sync", "room"), t.room);
@@ -234,7 +269,7 @@ test("a combat already running when the module is set up: 'link combatants' star
   assert.equal(t.state.combat.order[t.state.combat.turn], cm);
   // The GM decides the monster stays Foundry's only: the server's order drops it,
   // and the turn goes to the next linked combatant to act.
-  await t.gm.mod.unlink(t.gm.client.actor(monster));
+  await t.gm.mod.sheets.unlink(t.gm.client.actor(monster));
   await t.settle();
   assert.deepEqual(t.state.combat.order, [ca, cg]);
   assert.equal(t.state.combat.order[t.state.combat.turn], cg); // next linked to act in Foundry's round 3
@@ -243,6 +278,34 @@ test("a combat already running when the module is set up: 'link combatants' star
   await t.settle();
   assert.deepEqual([t.state.combat.order[t.state.combat.turn], t.state.clock], [ca, 6]);
   assert.equal(t.patches("turn").length, 1);
+  t.assertClean();
+  t.close();
+});
+
+test("a dead character is left out of the server's combat, as the server's combat_start and set_order choices say (D6)", async () => {
+  const t = await table();
+  const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
+  const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet({ rp: 1, rpMax: 1 }) });
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
+  const [ca, cg] = [`fvtt-${aline}`, `fvtt-${gorgol}`];
+  await t.watcher.command("damage", { char: cg, amount: 40 });
+  await t.watcher.command("advance_clock", { seconds: 12 }); // PP run out: dead
+  await t.settle();
+  assert.equal(t.state.characters[cg].condition, "dead");
+  const cid = t.world.addCombat({});
+  const combat = t.gm.client.combat(cid);
+  await combat.createEmbeddedDocuments("Combatant", [
+    { actorId: aline, initiative: 20 },
+    { actorId: gorgol, initiative: 10 },
+  ]);
+  await combat.startCombat();
+  await t.settle();
+  assert.deepEqual(t.state.combat.order, [ca]);
+  await combat.nextTurn(); // Gorgol's turn in Foundry: nothing for the server
+  await combat.nextTurn(); // round 2
+  await t.settle();
+  assert.deepEqual(t.state.combat, { order: [ca], turn: 0, round: 2 });
   t.assertClean();
   t.close();
 });

@@ -17,8 +17,8 @@ test("reconnection resumes: one notice, commands made meanwhile applied once, cl
       ownership: { default: 0, [t.playerUser]: 3 },
     });
     const gorgol = await t.actor({ name: "Gorgol", type: "npc", system: sfrpgSheet() });
-    await t.gm.mod.link(t.gm.client.actor(aline));
-    await t.gm.mod.link(t.gm.client.actor(gorgol));
+    await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+    await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
     const [ca, cg] = [`fvtt-${aline}`, `fvtt-${gorgol}`];
     const cid = t.world.addCombat({});
     const combat = t.gm.client.combat(cid);

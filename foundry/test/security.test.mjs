@@ -76,12 +76,16 @@ test("a player's socket message claiming another Foundry user gets them nothing;
   const leaDoc = tb.player.game.users.get(lea);
   await assert.rejects(leaDoc.setFlag("vtt-sync", "login", { room: tb.room, user: tb.people.Paul.user }), /lacks permission/);
   await tb.settle();
-  await tb.gm.mod.link(tb.gm.client.actor(leas));
+  await tb.gm.mod.sheets.link(tb.gm.client.actor(leas));
   await tb.settle();
   assert.notEqual(tb.state.characters[`fvtt-${leas}`].owner, tb.people.Paul.user);
   assert.equal(tb.state.characters[`fvtt-${leas}`].owner, null);
   // Paul's own login is in Paul's User document, written by Paul's client.
-  assert.deepEqual(tb.world.users.get(tb.playerUser).flags["vtt-sync"].login, { room: tb.room, user: tb.people.Paul.user });
+  assert.deepEqual(tb.world.users.get(tb.playerUser).flags["vtt-sync"].login, {
+    room: tb.room,
+    user: tb.people.Paul.user,
+    role: "player",
+  });
   tb.assertClean();
   tb.close();
 });

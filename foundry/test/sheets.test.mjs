@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { pf1Sheet, serverForFile, sfrpgSheet } from "./harness.mjs";
+import { SfrpgActorSheet } from "./standin.mjs";
 
 const table = serverForFile("s");
 
@@ -25,7 +26,7 @@ test("sfrpg: a dying actor's sheet values and conditions follow the server; a pl
     type: "npc",
     system: sfrpgSheet({ hp: 7, hpMax: 7, sp: 4, spMax: 4, rp: 2, rpMax: 2, level: 1 }),
   });
-  for (const id of [aline, bastien, gorgol]) await t.gm.mod.link(t.gm.client.actor(id));
+  for (const id of [aline, bastien, gorgol]) await t.gm.mod.sheets.link(t.gm.client.actor(id));
   await t.settle();
   const [ca, cb, cg] = [aline, bastien, gorgol].map((id) => `fvtt-${id}`);
   // Linked from the sheets; owners from Foundry's ownership (Paul's client told the GM its server user).
@@ -64,10 +65,10 @@ test("sfrpg: a dying actor's sheet values and conditions follow the server; a pl
   // Paul's first aid on Aline from Bastien's sheet, with his own token (the GM queued a natural 20).
   await t.watcher.command("queue_rolls", { rolls: [20] });
   await t.settle();
-  const offered = t.player.mod.actionsFor(t.player.client.actor(bastien));
+  const offered = t.player.mod.sheets.actionsFor(t.player.client.actor(bastien));
   const aid = offered.find((x) => x.op === "first_aid" && x.args.patient === ca);
   assert.ok(aid, JSON.stringify(offered));
-  const ack = await t.player.mod.act(t.player.client.actor(bastien), aid.op, aid.args);
+  const ack = await t.player.mod.sheets.act(t.player.client.actor(bastien), aid.op, aid.args);
   assert.ok(ack?.v);
   await t.settle();
   const patch = t.seenPatches.find((p) => p.v === ack.v);
@@ -97,7 +98,7 @@ test("sfrpg: a dying actor's sheet values and conditions follow the server; a pl
 test("sfrpg: the sheet owns the maxima: a GM's edit of max HP goes to the server, current values follow", async () => {
   const t = await table();
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const ca = `fvtt-${aline}`;
   await t.gm.client.actor(aline).update({ "system.attributes.hp.max": 25, "system.attributes.rp.max": 4 });
   await t.settle();
@@ -124,7 +125,7 @@ test("pf1: HP kept as pf1's offset, PE and PP in the module's flags, conditions 
     system: pf1Sheet({ hpMax: 24, hpOffset: -4 }),
     flags: { "vtt-sync": { pe_max: 5, pp_max: 4 } },
   });
-  await t.gm.mod.link(t.gm.client.actor(valeros));
+  await t.gm.mod.sheets.link(t.gm.client.actor(valeros));
   const cv = `fvtt-${valeros}`;
   let c = t.state.characters[cv];
   assert.deepEqual([c.pv, c.pv_max, c.pe, c.pe_max, c.pp, c.pp_max, c.medicine], [20, 24, 5, 5, 4, 4, 6]);
@@ -163,7 +164,7 @@ test("pf1 with Wounds and Vigor: vigor is PE, wounds are PV", async () => {
     });
   }
   const seelah = await t.actor({ name: "Seelah", system: pf1Sheet(), flags: { "vtt-sync": { pp_max: 3 } } });
-  await t.gm.mod.link(t.gm.client.actor(seelah));
+  await t.gm.mod.sheets.link(t.gm.client.actor(seelah));
   const cs = `fvtt-${seelah}`;
   let c = t.state.characters[cs];
   assert.deepEqual([c.pv, c.pv_max, c.pe, c.pe_max, c.pp_max], [12, 12, 9, 9, 3]);
@@ -194,7 +195,7 @@ test("another system: HP where the system keeps them, PE/PP in flags, Foundry's 
     },
     flags: { "vtt-sync": { pe_max: 10, pp_max: 2 } },
   });
-  await t.gm.mod.link(t.gm.client.actor(id));
+  await t.gm.mod.sheets.link(t.gm.client.actor(id));
   const cid = `fvtt-${id}`;
   const c = t.state.characters[cid];
   assert.deepEqual([c.pv, c.pe, c.pp, c.level, c.abilities.con], [30, 10, 2, 5, 16]);
@@ -209,3 +210,76 @@ test("another system: HP where the system keeps them, PE/PP in flags, Foundry's 
   t.assertClean();
   t.close();
 });
+
+// Issue 32, item 2: sfrpg's AppV1 sheets submit the whole form (every input,
+// HP/SP/RP included, changed or not) and Foundry runs preUpdateActor on that
+// before diffing. A player's edit of any field raised "the server keeps..."
+// and a GM's sheet drawn before a PP loss put the older PP back.
+test("sfrpg: a whole-form submit changes only what the user changed; a sheet drawn before a PP loss does not put it back", async () => {
+  const t = await table();
+  const aline = await t.actor({ name: "Aline", system: sfrpgSheet(), ownership: { default: 0, [t.playerUser]: 3 } });
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
+  const ca = `fvtt-${aline}`;
+  await t.settle();
+  // Paul renames his character on his sheet: the name goes to the server, no word about HP.
+  const paulSheet = new SfrpgActorSheet(t.player.client.actor(aline), t.player.client.Hooks);
+  await paulSheet.render();
+  await paulSheet.submit({ name: "Aline the brave" });
+  await t.settle();
+  assert.equal(t.state.characters[ca].name, "Aline the brave");
+  assert.deepEqual(t.player.client.notifications, []);
+  // Dying (the GM's damage), the GM's sheet drawn; then a round passes: 1 RP lost.
+  await t.watcher.command("damage", { char: ca, amount: 35 });
+  await t.settle();
+  const sheet = new SfrpgActorSheet(t.gm.client.actor(aline), t.gm.client.Hooks);
+  await sheet.render();
+  assert.equal(sheet.inputs["system.attributes.rp.value"], 6);
+  // The GM edits the level while the PP loss is being written: the sheet,
+  // not drawn again yet, submits RP 6.
+  let submitted = null;
+  t.gm.client.Hooks.on("updateActor", (actor, changed) => {
+    if (submitted || changed.system?.attributes?.rp?.value !== 5) return;
+    submitted = sheet.submit({ "system.details.level.value": 4 });
+  });
+  await t.watcher.command("advance_clock", { seconds: 6 });
+  await t.settle();
+  await submitted;
+  await t.settle();
+  assert.equal(sheet.inputs["system.attributes.rp.value"], 5); // drawn again since
+  const c = t.state.characters[ca];
+  assert.deepEqual([c.pp, c.level], [5, 4]);
+  for (const tab of t.all) assert.equal(tab.client.actor(aline).system.attributes.rp.value, 5);
+  // A real edit on the sheet drawn now: HP 0 -> 3 is a heal.
+  await sheet.submit({ "system.attributes.hp.value": 3 });
+  await t.settle();
+  assert.equal(t.state.characters[ca].pv, 3);
+  t.assertClean();
+  t.close();
+});
+
+// Issue 32, item 7: nonlethal and ability damage never showed on sheets.
+for (const system of ["sfrpg", "pf1"]) {
+  test(`${system}: the server's ability damage and a nonlethal knock-out show on the sheets; a GM's edit of ability damage is sent`, async () => {
+    const t = await table({ system });
+    const sheet = system === "sfrpg" ? sfrpgSheet() : pf1Sheet();
+    const flags = system === "pf1" ? { "vtt-sync": { pe_max: 5, pp_max: 3 } } : {};
+    const id = await t.actor({ name: "Kira", system: sheet, flags });
+    await t.gm.mod.sheets.link(t.gm.client.actor(id));
+    const cid = `fvtt-${id}`;
+    await t.watcher.command("ability_damage", { char: cid, ability: "con", amount: 4 });
+    await t.settle();
+    for (const tab of t.all) assert.equal(tab.client.actor(id).system.abilities.con.damage, 4);
+    // The GM lowers it on the sheet: an ability_restore of 2.
+    await t.gm.client.actor(id).update({ "system.abilities.con.damage": 2 });
+    await t.settle();
+    assert.equal(t.state.characters[cid].ability_damage.con, 2);
+    for (const tab of t.all) assert.equal(tab.client.actor(id).system.abilities.con.damage, 2);
+    // Knocked out by nonlethal damage (N1): unconscious, neither dying nor stabilised.
+    await t.watcher.command("damage", { char: cid, amount: 200, nonlethal: true });
+    await t.settle();
+    assert.deepEqual([t.state.characters[cid].condition, t.state.characters[cid].nonlethal], ["stable", true]);
+    for (const tab of t.all) assert.deepEqual(tab.client.actor(id).conditionNames(), ["unconscious"]);
+    t.assertClean();
+    t.close();
+  });
+}

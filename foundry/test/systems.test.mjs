@@ -6,13 +6,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import {
-  CONDITION_MAP,
-  adapterFor,
-  conditionChanges,
-  editCommands,
-  sheetCorrections,
-} from "../scripts/systems.mjs";
+import { editCommands, sheetCorrections } from "../scripts/edits.mjs";
+import { CONDITION_MAP, adapterFor, conditionChanges } from "../scripts/systems.mjs";
 
 const ABILITIES = ["str", "dex", "con", "int", "wis", "cha"];
 

@@ -46,7 +46,7 @@ test("replay: a hand-written v13 trace of a GM starting a combat and passing a r
   assert.equal(TRACE.format, "vtt-sync-hook-trace/1");
   const t = await table({ generation: 13 });
   const aline = await t.actor({ name: "Aline", system: sfrpgSheet() });
-  await t.gm.mod.link(t.gm.client.actor(aline));
+  await t.gm.mod.sheets.link(t.gm.client.actor(aline));
   const cid = t.world.addCombat({});
   const combat = t.gm.client.combat(cid);
   await combat.createEmbeddedDocuments("Combatant", [{ actorId: aline, initiative: 10 }]);

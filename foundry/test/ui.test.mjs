@@ -86,3 +86,20 @@ test("AppV1 sheets: the panel's place is the window's content, on the first rend
   const v2 = node("application", [node("window-content")]);
   assert.equal(panelHost({ element: v2 }, v2), v2.children[0]); // AppV2: HTMLElements
 });
+
+test("the panel shows a nonlethal knock-out and the server's ability damage", () => {
+  const html = panelHtml(
+    {
+      status: "connected",
+      linked: true,
+      gm: false,
+      id: "c1",
+      char: { pv: 0, pv_max: 20, pe: 0, pe_max: 15, pp: 5, pp_max: 6, condition: "stable", nonlethal: true, ability_damage: { str: 0, con: 4, wis: 2 } },
+      actions: [],
+      flagMaxima: null,
+    },
+    t,
+  );
+  assert.match(html, /class="vtt-sync-condition stable">Condition\.nonlethal</);
+  assert.match(html, /AbilityDamage\(Con 4, Wis 2\)/);
+});

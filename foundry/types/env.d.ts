@@ -7,30 +7,36 @@ export {};
 declare global {
   interface VttSyncEnv {
     Hooks: typeof Hooks;
-    game: Game;
+    game: typeof game;
     ui: typeof ui;
     CONFIG: typeof CONFIG;
     Actor: typeof Actor;
     ChatMessage: typeof ChatMessage;
     Dialog?: typeof Dialog;
     foundry?: typeof foundry;
-    fromUuidSync?: typeof fromUuidSync;
     WebSocket?: typeof WebSocket;
     location?: Location;
     localStorage?: Storage;
   }
 }
 
-// The module's settings and flags, declared as foundry-vtt-types asks
-// modules to (declaration merging into SettingConfig and FlagConfig).
+// The module's settings, flags and API, declared as foundry-vtt-types asks
+// modules to (declaration merging into SettingConfig, FlagConfig and
+// ModuleConfig: game.modules.get("vtt-sync").api).
 declare global {
+  interface ModuleConfig {
+    "vtt-sync": { api: ReturnType<import("../scripts/module.mjs").VttSyncModule["api"]> };
+  }
+
   interface SettingConfig {
     "vtt-sync.serverUrl": string;
     "vtt-sync.room": string;
-    "vtt-sync.token": string;
+    "vtt-sync.tokens": Record<string, string>;
     "vtt-sync.redirectHosts": string;
     "vtt-sync.chatMessages": boolean;
     "vtt-sync.clock": { room?: string; offset?: number };
+    /** pf1's health variants (pf1 10.8, registered by pf1): only read. */
+    "pf1.healthConfig": object;
   }
   interface FlagConfig {
     Actor: {
@@ -47,7 +53,7 @@ declare global {
         medicine?: number;
       };
     };
-    User: { "vtt-sync": { login?: { room: string; user: string } } };
+    User: { "vtt-sync": { login?: { room: string; user: string; role?: string } | null } };
     Combat: { "vtt-sync": { room?: string | null; roundOffset?: number } };
     ChatMessage: { "vtt-sync": { room: string; v: number; kind: string } };
   }

@@ -12,4 +12,18 @@ declare global {
      */
     set?(time: number, options?: object): Promise<number>;
   }
+
+  namespace FoundryV13 {
+    /**
+     * The options of a world-time change as v13 passes them to the hook.
+     * From src/foundry/client/hooks.d.mts (v13.345.1): `updateWorldTime(worldTime, delta, options, userId)`
+     * (v12's declaration has the first two).
+     */
+    type UpdateWorldTime = (worldTime: number, delta: number, options: WorldTimeOptions | undefined, userId: string) => void;
+
+    /** What the module reads of those options: its own tag. */
+    interface WorldTimeOptions {
+      vttSync?: boolean;
+    }
+  }
 }

@@ -113,7 +113,10 @@ async def browsers() -> AsyncIterator[dict[str, Any]]:
 
 
 async def open_foundry(chromium: Any, built: Path, query: str) -> Any:
-    ctx = await chromium.new_context()
+    """A page of the stand-in Foundry: in a new context of `chromium` (a
+    browser), or a new page of `chromium` if it is a context (pages of one
+    context share the origin's localStorage, as tabs of a browser do)."""
+    ctx = await chromium.new_context() if hasattr(chromium, "new_context") else chromium
     page = await ctx.new_page()
     page.js_errors = []
     page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
@@ -265,3 +268,99 @@ async def test_trusted_wss_connects_from_a_bare_host_and_draws_indicator_and_pan
         assert page.js_errors == []
     finally:
         await page.context.close()
+
+
+async def test_at_init_the_menu_is_one_foundry_accepts_and_the_token_is_this_users(
+    browsers: dict[str, Any], built: Path, tls_server: tuple[Any, Any]
+) -> None:
+    """Issue 32, items 1 and 6, in a real page: the settings menu passes
+    registerMenu's rule (an ApplicationV2 subclass: a plain class threw at
+    init); the GM's token, kept in this origin's localStorage, is the GM's
+    for this world only: Paul, opening the world in the same browser, gets
+    no connection (the GM's token used to connect him as the GM)."""
+    srv, table = tls_server
+    ctx = await browsers["trusting"].new_context()
+    base = f"url={srv.url}&room={table.room}&world=w1"
+    try:
+        maya = await open_foundry(ctx, built, f"{base}&user=U1&token={table.tokens['gm']}")
+        await maya.wait_for_selector("#vtt-sync-indicator.connected", timeout=10_000)
+        menu = await maya.evaluate(
+            "() => { const m = window.menus.get('vtt-sync.connection');"
+            " return { restricted: m.restricted,"
+            " v2: m.type.prototype instanceof foundry.applications.api.ApplicationV2 }; }"
+        )
+        assert menu == {"restricted": False, "v2": True}
+        assert await maya.evaluate("window.hookErrors") == []
+        await maya.close()
+        paul = await open_foundry(ctx, built, f"{base}&user=U2")
+        await paul.wait_for_selector("#notifications li", timeout=10_000)
+        await paul.wait_for_timeout(500)
+        assert await paul.evaluate("window.sockets") == 0
+        assert "off" in (await paul.get_attribute("#vtt-sync-indicator", "class") or "").split()
+        texts = await notices(paul)
+        assert len(texts) == 1 and "enter your own token" in texts[0], texts
+        assert await paul.evaluate("window.hookErrors") == []
+        # Maya's token is still hers, in this browser, for this world.
+        stored = await paul.evaluate("JSON.parse(localStorage.getItem('vtt-sync.tokens'))")
+        assert stored == {"w1/U1": table.tokens["gm"]}
+    finally:
+        await ctx.close()
+
+
+async def test_a_player_sheet_form_submits_every_input_and_only_the_change_counts(
+    browsers: dict[str, Any], built: Path, tls_server: tuple[Any, Any]
+) -> None:
+    """Issue 32, item 2, with a real form: an AppV1 sheet (sfrpg's) submits
+    every named input on any change (FormApplication#_onChangeInput ->
+    _onSubmit -> _getSubmitData); the player's rename reaches the actor and
+    no notice says the server keeps HP/SP/RP (it did, for every change)."""
+    srv, table = tls_server
+    ctx = await browsers["trusting"].new_context()
+    query = (
+        f"url={srv.url}&room={table.room}&world=w1&user=U2&token={table.tokens['p1']}"
+        f"&char={table.chars['c_p1']}"
+    )
+    try:
+        page = await open_foundry(ctx, built, query)
+        await page.wait_for_selector("#vtt-sync-indicator.connected", timeout=10_000)
+        result = await page.evaluate(
+            """async () => {
+              const a = window.actor;
+              const form = document.createElement('form');
+              form.innerHTML = `<input name="name" value="${a.name}">`;
+              for (const pool of ['hp', 'sp', 'rp']) {
+                const input = document.createElement('input');
+                input.name = `system.attributes.${pool}.value`;
+                input.dataset.dtype = 'Number';
+                input.value = String(a.system.attributes[pool].value);
+                form.append(input);
+              }
+              const win = document.createElement('div');
+              win.className = 'app window-app';
+              win.innerHTML = '<section class="window-content"></section>';
+              win.firstChild.append(form);
+              document.body.append(win);
+              Hooks.callAll('renderActorSheet', { actor: a, element: [win] }, [win]);
+              const submitted = [];
+              form.addEventListener('change', async () => {
+                const data = {};
+                for (const el of form.elements) {
+                  if (!el.name) continue;
+                  data[el.name] = el.dataset.dtype === 'Number' ? Number(el.value) : el.value;
+                }
+                submitted.push(Object.keys(data).length);
+                await a.update(data);
+              });
+              const name = form.querySelector('[name="name"]');
+              name.value = 'Aline the brave';
+              name.dispatchEvent(new Event('change', { bubbles: true }));
+              await new Promise((r) => setTimeout(r, 200));
+              return { name: a.name, hp: a.system.attributes.hp.value, submitted };
+            }"""
+        )
+        assert result == {"name": "Aline the brave", "hp": 20, "submitted": [4]}
+        assert await notices(page) == []
+        assert await page.evaluate("window.hookErrors") == []
+        assert page.js_errors == []
+    finally:
+        await ctx.close()
