@@ -36,7 +36,7 @@ from sync_server.core.patch_view import PatchView
 from sync_server.core.records import DedupEntry, VersionRecord
 
 
-class Phase(enum.Enum):
+class Phase(enum.StrEnum):  # (str: a cheap key of the table, moved at every batch)
     IDLE = "idle"  # no batch open: reads, joins, and the next `take`
     TAKEN = "taken"  # commands taken: evaluated at once, or when the host says
     STORING = "storing"  # evaluated: its records are the host's to store
