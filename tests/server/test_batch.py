@@ -115,9 +115,17 @@ def test_a_big_rooms_batch_waits_for_its_host_to_say_where() -> None:
     core.stored()
     core.evaluate(command(gm, "add_character", name="Aline", **SHEET))
     commit(core)
-    step = core.take([command(gm, "advance_clock", seconds=6)] * 2)
+    clock = [command(gm, "advance_clock", seconds=6) for _ in range(2)]
+    step = core.take(clock)
     assert step == Evaluate(taken=2, reads_log=False, big=True)
-    assert isinstance(core.evaluate_batch(), Store)
+    step = core.evaluate_batch()
+    assert isinstance(step, Store) and [r.v for r in step.records] == [3, 4]
+    # Taken again (the log holds the first id): evaluated where the host says, again.
+    known = {(gm.user, clock[0].cmd_id): DedupEntry(gm.user, clock[0].cmd_id, 1, {})}
+    assert core.failed(StorageError("x"), known) == Evaluate(taken=2, reads_log=False, big=True)
+    step = core.evaluate_batch()
+    assert isinstance(step, Store) and step.again and [r.v for r in step.records] == [3]
+    assert isinstance(core.stored(), Done) and core.committed().v == 3
 
 
 def test_ids_the_log_holds_are_answered_as_duplicates_and_the_rest_stored() -> None:
