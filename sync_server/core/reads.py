@@ -66,13 +66,13 @@ class RoomReads:
     limits: Limits
     loaded_v: int
     _batch: Batch | None
-    _committed: Committed
+    _committed: tuple[dict[str, Any], int, dict[str, int]]
 
     def committed(self) -> Committed:
         """What is stored (state, version, epochs): what readers outside
         the room's queue see, never a version a failed commit could still
         take back."""
-        return self._committed
+        return Committed(*self._committed)
 
     # --- what viewers may do --------------------------------------------------
 

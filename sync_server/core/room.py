@@ -59,7 +59,6 @@ from sync_server.core.commands import CommandEvaluation, DedupValue
 from sync_server.core.inputs import CommandIn, LogReader, undo_entry
 from sync_server.core.limits import Limits
 from sync_server.core.outputs import (
-    Committed,
     Decision,
     Done,
     Evaluate,
@@ -145,8 +144,9 @@ class RoomCore(CommandEvaluation, RoomReads):
         # What each connected viewer may do, kept current (None when
         # affordances are off: Config.affordances).
         self.afford = AffordanceCache(self.room_id, check_invariants) if affordances else None
-        # What is stored: what readers outside the room's queue see.
-        self._committed = Committed(self.state, self.v, dict(self.epochs))
+        # What is stored: what readers outside the room's queue see
+        # (`committed()`; a plain tuple here: it is set at every commit).
+        self._committed = (self.state, self.v, dict(self.epochs))
 
     # --- the batch, as the host drives it -------------------------------------
 
@@ -314,7 +314,7 @@ class RoomCore(CommandEvaluation, RoomReads):
         trim the dedup window. Returns the tokens it minted, for the host to
         remember server-wide (the core never writes there)."""
         batch = self._batch
-        self._committed = Committed(self.state, self.v, dict(self.epochs))
+        self._committed = (self.state, self.v, dict(self.epochs))
         if batch is None:
             return []
         self._batch = None
