@@ -14,8 +14,9 @@ owning each PC, and three observers, all connected (what each may do is
 kept current for them: rules/affordances.py). No socket, no storage: the part of a command that may
 grow with the room. Prints us/command (thread CPU time, medians of
 --repeat) per size and each size's ratio to the smallest. With --base,
-the same script runs on another tree's code in a child process, round by
-round, and the ratios new/today are printed too.
+each tree's own copy of this script (it imports that tree's room core)
+runs in a child process, round by round, and the ratios new/today are
+printed too.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def measure(size: int, commands: int, affordances: bool = True) -> float:
     """us of thread CPU per command in a room of `size` characters."""
     import rules
     from sync_server.core.auth import RecentTokens
-    from sync_server.core.room import NO_EXPECT, CommandIn, RoomCore
+    from sync_server.core.inputs import NO_EXPECT, CommandIn
+    from sync_server.core.room import RoomCore
     from sync_server.storage import LoadedRoom
 
     room, gm_id = rules.new_room("r", "bench", "GM")
@@ -78,7 +80,7 @@ def measure(size: int, commands: int, affordances: bool = True) -> float:
         elif k == 1:
             run("heal", char=pcs[1], amount=2)
         elif k == 2:
-            combat = core.state["combat"]
+            combat = core.view(None)["combat"]
             run("end_turn", char=combat["order"][combat["turn"]])
         else:
             run("advance_clock", seconds=60)
@@ -123,7 +125,8 @@ def main() -> None:
     for _ in range(ns.repeat):
         for name, (tree, without) in trees.items():
             out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--child", "--sizes", ns.sizes,
+                [sys.executable, os.path.join(tree, "bench", "room_size_bench.py"), "--child",
+                 "--sizes", ns.sizes,
                  "--commands", str(ns.commands), *(["--without"] if without else [])],
                 env={**os.environ, "PYTHONPATH": tree}, capture_output=True, text=True, check=True,
             )  # fmt: skip

@@ -302,3 +302,52 @@ def test_benchmarks_do_not_import_the_tests() -> None:
     for name, imports in graph().items():
         if name.startswith("bench"):
             assert not any(m.split(".")[0] == "tests" for m in imports), (name, imports)
+
+
+# --- the room core's narrow face ------------------------------------------------
+
+
+def room_core_fields() -> set[str]:
+    """What a `RoomCore` holds (its attributes and properties): outside
+    core/, its host and every other module ask it through its methods, or
+    read values in its outputs (`committed()`, the steps), never these."""
+    from sync_server.core.room import RoomCore
+    from sync_server.testing.core import new_core
+
+    core, _ = new_core()
+    props = {n for cls in RoomCore.__mro__ for n, v in vars(cls).items() if isinstance(v, property)}
+    return set(vars(core)) | props
+
+
+def field_reads(source: str, fields: set[str]) -> Iterator[tuple[str, int]]:
+    """(field, line) for each read of a room core's field in `source`: a
+    room core is `core` wherever it is held outside core/ (a host's
+    `.core`, a query's argument), so `core.<field>` and `<x>.core.<field>`."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in fields:
+            owner = node.value
+            if (isinstance(owner, ast.Name) and owner.id == "core") or (
+                isinstance(owner, ast.Attribute) and owner.attr == "core"
+            ):
+                yield node.attr, node.lineno
+
+
+def test_outside_the_core_no_module_reads_the_room_cores_fields() -> None:
+    fields = room_core_fields()
+    assert {"state", "v", "room", "afford", "dedup"} <= fields  # what the walk looks for
+    found = [
+        f"  {name} (line {line}) reads core.{field}"
+        for name, path in modules(*PACKAGES, "bench").items()
+        if not name.startswith("sync_server.core.")
+        for field, line in field_reads(path.read_text(encoding="utf-8"), fields)
+    ]
+    assert not found, "reads of the room core's fields (ask it a method):\n" + "\n".join(found)
+
+
+def test_the_face_check_sees_a_field_read() -> None:
+    source = (
+        "def f(host, core):\n"
+        "    n = len(core.room.characters)\n"
+        "    return host.core.state, core.view(None), core.committed().v, host.state\n"
+    )
+    assert sorted(field_reads(source, room_core_fields())) == [("room", 2), ("state", 3)]

@@ -46,14 +46,17 @@ from rules.model import ROLES as ROOM_ROLES
 from rules.state import role_of
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, plausible_token, same_hash
+from sync_server.core.inputs import CommandIn
 from sync_server.core.limits import (
     HISTORY_DEFAULT_LIMIT,
     MAX_CMD_ID_LENGTH,
     MAX_INT,
 )
+from sync_server.core.outputs import KEY_REUSED
 from sync_server.core.ratelimit import TokenBucket, reply_cost
+from sync_server.core.reads import JoinRefused, history_entry
 from sync_server.core.recent import RecentPatches
-from sync_server.core.room import KEY_REUSED, CommandIn, JoinRefused, RoomCore, history_entry
+from sync_server.core.room import RoomCore
 from sync_server.hosting.bus import Message
 from sync_server.hosting.http1 import (
     SLICE_BYTES,
@@ -691,6 +694,7 @@ class Api:
             args=frame.get("args", {}),
             expect=frame.get("expect", NO_EXPECT),
             same_command=True,  # a key reused for another command: 422, not its first answer
+            sessionless=True,  # what it may do is kept current from this command on
         )
         self._inflight[key] = self._inflight.get(key, 0) + 1
         item = Command(command, reply, done, self.deps.clock.monotonic(), patch_to)
@@ -749,10 +753,10 @@ class Api:
         await self._read(
             call,
             lambda core, viewer: {
-                "room": core.room_id,
+                "room": call.host.room_id,
                 "user": call.user,
                 "role": viewer.role,
-                "v": core.v,
+                "v": core.committed().v,
                 "state": core.view(viewer),
             },
         )
@@ -767,8 +771,9 @@ class Api:
             viewer = core.viewer(call.user)
             if viewer is None:
                 return None
-            head = json_body({"room": core.room_id, "v": core.v})[:-2] + b',"history":['
-            return viewer, head, core.v
+            v = core.committed().v
+            head = json_body({"room": call.host.room_id, "v": v})[:-2] + b',"history":['
+            return viewer, head, v
 
         found = await self._query(call.host, start)
         if found is None:  # removed from the room meanwhile

@@ -7,13 +7,14 @@ go through the same queue, so a client's welcome and every later patch are
 consistent with each other without locks.
 
 The host only queues, awaits storage and carries out what the core
-(core/room.py) decided. A batch's path:
-  core.batch_size (which queued commands go together) -> core.begin ->
-  [the log's undo target, if the batch reads_log] -> core.evaluate_batch
-  (pure) -> storage.commit(batch.records, batch.snapshot, batch.expected)
-  -> core.stored(batch), or core.failed(batch, error) -> the outputs, in
-  order: tokens to remember, then per command its patch to publish, its
-  answer, the sessions it ends; last, whether the room is lost.
+(core/room.py) decided, a step at a time (core/outputs.py). A batch's path:
+  core.take(the commands queued in a row) -> [Evaluate: the log's undo
+  target read first, or a big room's batch evaluated where its cost says:
+  core.evaluate_batch(log)] -> Store: storage.commit(step.records,
+  step.snapshot, step.expected) -> core.stored(), or core.failed(error)
+  -> Done: its outputs, in order: tokens to remember, then per command its
+  patch to publish, its answer, the sessions it ends; last, whether the
+  room is lost. Two calls of the core for most batches, three at most.
 Nothing is sent before the commit returns, so no client ever holds a
 version that a crash could take back. Whatever fails (the rules, the
 diff, storage, a publish), every item taken from the queue is answered,
@@ -30,7 +31,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, cast
 
 import attrs
@@ -41,25 +42,28 @@ from rules.view import new_memo
 from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import Leases, SingleNodeLeases
 from sync_server.core.auth import RecentTokens, new_token
+from sync_server.core.batch import BatchMisuse
+from sync_server.core.inputs import CommandIn, StaticLog
 from sync_server.core.limits import (
     ROOM_MAX_PAUSE_SECONDS,
     ROOM_SHARE_WINDOW_SECONDS,
     Limits,
 )
-from sync_server.core.ratelimit import reply_cost
-from sync_server.core.room import (
+from sync_server.core.outputs import (
     Answer,
-    Batch,
     CloseUsers,
-    JoinRefused,
+    Done,
+    Evaluate,
     Lost,
     Output,
     Publish,
     RememberToken,
-    RoomCore,
-    StaticLog,
-    afford_class,
+    Step,
+    Store,
 )
+from sync_server.core.ratelimit import reply_cost
+from sync_server.core.reads import JoinRefused
+from sync_server.core.room import RoomCore
 from sync_server.hosting.bus import Message, RoomBus
 from sync_server.hosting.registry import Registry
 from sync_server.hosting.share import (
@@ -118,9 +122,9 @@ class RoomServices:
 class RoomHost:
     """A loaded room: its core, its queue and its worker."""
 
-    def __init__(self, core: RoomCore, services: RoomServices) -> None:
+    def __init__(self, room_id: str, core: RoomCore, services: RoomServices) -> None:
         self.core = core
-        self.room_id = core.room_id
+        self.room_id = room_id
         self.services = services
         self._items: deque[Item] = deque()
         self._wake = asyncio.Event()
@@ -164,15 +168,15 @@ class RoomHost:
     def state(self) -> StateDict:
         """The committed state's dict form, typed (rules/state.py): what
         the modules outside the room read of it."""
-        return cast(StateDict, self.core.committed[0])
+        return cast(StateDict, self.core.committed().state)
 
     @property
     def v(self) -> int:
-        return self.core.committed[1]
+        return self.core.committed().v
 
     @property
     def epochs(self) -> dict[str, int]:
-        return self.core.committed[2]
+        return self.core.committed().epochs
 
     # --- queue ------------------------------------------------------------
 
@@ -256,14 +260,7 @@ class RoomHost:
             self._busy = True
             try:
                 if isinstance(item, Command):
-                    queued = [item.op]
-                    for nxt in self._items:  # the commands queued right behind it
-                        if not isinstance(nxt, Command):
-                            break
-                        queued.append(nxt.op)
-                    n = self.core.batch_size(queued, self.services.limits.max_command_batch)
-                    batch = [item] + [self._items.popleft() for _ in range(n - 1)]
-                    await self._run_batch(batch)  # type: ignore[arg-type]
+                    await self._run_batch(item)
                 elif isinstance(item, Join):
                     try:
                         self._join(item)
@@ -319,75 +316,92 @@ class RoomHost:
 
     # --- commands ---------------------------------------------------------
 
-    async def _run_batch(self, items: list[Command]) -> None:
-        """Store what the core evaluated, then carry out its outputs: every
-        item is answered exactly once, whatever fails on the way."""
-        core, services = self.core, self.services
-        for item in items:
-            if item.patch_to is not None and core.afford is not None:
-                # An HTTP sender holds no session: what it may do is kept
-                # current from its first command on, so that every answer
-                # carries the ops on it (`RoomCore.forget_class` is for
-                # sessions that left).
-                viewer = core.viewer(item.command.actor.user)
-                if viewer is not None:
-                    core.affordances_of(viewer)
-        batch = core.begin([item.command for item in items])
+    async def _run_batch(self, first: Command) -> None:
+        """Offer the core the commands queued in a row, store what it
+        evaluated, then carry out its outputs: every command it took is
+        answered exactly once, whatever fails on the way."""
+        core = self.core
+        step = core.take(self._queued(first))
+        items = [first] + [cast(Command, self._items.popleft()) for _ in range(step.taken - 1)]
         try:
-            reader = None
-            if batch.reads_log:
-                storage = services.storage
-                target = await storage.undo_target(self.room_id)
-                after = None
-                if target is not None:  # what the next undo reverts (the GM's affordances)
-                    after = await storage.undo_target(self.room_id, target.v)
-                reader = StaticLog(target, after)
-            await self._evaluate(batch, reader)
-            if batch.records:
-                try:
-                    await services.storage.commit(
-                        self.room_id, batch.records, batch.snapshot, expected=batch.expected
-                    )
-                except VersionConflict:
-                    raise
-                except StorageError:
-                    # The log's unique index refuses an id older than the
-                    # dedup window: answer it as the duplicate it is and
-                    # store the rest, rather than fail the whole batch.
-                    known = await self._stored_commands(core.stored_keys(batch), batch.expected)
-                    if not known:
-                        raise
-                    batch = core.retry_known(batch, known)
-                    await self._evaluate(batch, reader)
-                    if batch.records:
-                        await services.storage.commit(
-                            self.room_id, batch.records, batch.snapshot, expected=batch.expected
-                        )
-            outputs = core.stored(batch)
+            while not isinstance(step, Done):
+                if isinstance(step, Evaluate):
+                    step = await self._evaluate(items, step)
+                else:
+                    step = await self._store(step)
         except BaseException as exc:
-            self._carry_out(items, core.failed(batch, exc))
+            try:
+                done = core.failed(exc)
+            except BatchMisuse:
+                # No batch is open: `stored()` itself failed once its batch
+                # was kept (a bug). Its versions reached no client, so the
+                # room is given up here: each command is answered `internal`
+                # (a retry gets its first ack: its id is stored), then the
+                # sessions reconnect to the room loaded again from storage.
+                self._carry_out(items, [*map(_internal, range(len(items)), items)])
+                self.lost("a batch's outputs failed after it was stored")
+            else:
+                assert isinstance(done, Done)
+                self._carry_out(items, done.outputs)
             if not isinstance(exc, Exception):  # cancelled (shutdown): answered; go on
                 raise
             return
-        self._carry_out(items, outputs)
+        self._carry_out(items, step.outputs)
 
-    async def _evaluate(self, batch: Batch, reader: StaticLog | None) -> None:
-        """`core.evaluate_batch`, off the event loop when the batch is heavy
-        in a big room (limits: OFF_LOOP_MIN_CHARACTERS, OFF_LOOP_MIN_SECONDS).
-        Safe: while it runs this room's worker awaits it (its queue waits),
-        and what readers outside the queue see is the core's `committed`,
+    def _queued(self, first: Command) -> Iterator[CommandIn]:
+        """`first`'s command and those queued right behind it, in order
+        (the core reads as far as its batch goes)."""
+        yield first.command
+        for item in self._items:
+            if not isinstance(item, Command):
+                return
+            yield item.command
+
+    async def _store(self, step: Store) -> Step:
+        """Commit the batch's records; the core's next step."""
+        storage = self.services.storage
+        try:
+            await storage.commit(self.room_id, step.records, step.snapshot, expected=step.expected)
+        except VersionConflict:
+            raise
+        except StorageError as exc:
+            # The log's unique index refuses an id older than the dedup
+            # window: answer it as the duplicate it is and store the rest,
+            # rather than fail the whole batch (the core takes it again).
+            known = await self._stored_commands(step.keys(), step.expected)
+            if not known:
+                raise
+            return self.core.failed(exc, known)
+        return self.core.stored()
+
+    async def _undo_log(self) -> StaticLog:
+        """What an undo reads of the stored log: its target, and the one
+        after it (what the next undo reverts: the GM's affordances)."""
+        storage = self.services.storage
+        target = await storage.undo_target(self.room_id)
+        after = None
+        if target is not None:
+            after = await storage.undo_target(self.room_id, target.v)
+        return StaticLog(target, after)
+
+    async def _evaluate(self, items: list[Command], step: Evaluate) -> Step:
+        """`core.evaluate_batch`, after the log's undo target if the batch
+        reads it, and off the event loop when the batch is heavy in a big
+        room (limits: OFF_LOOP_MIN_CHARACTERS, OFF_LOOP_MIN_SECONDS). Safe:
+        while it runs this room's worker awaits it (its queue waits), and
+        what readers outside the queue see is the core's `committed()`,
         changed only by `stored` on the loop."""
         core, costs = self.core, self.costs
-        if len(core.room.characters) < self.services.limits.off_loop_min_characters:
-            core.evaluate_batch(batch, reader)
-            return
-        ops = [c.op for c in batch.commands]
+        log = await self._undo_log() if step.reads_log else None
+        if not step.big:
+            return core.evaluate_batch(log)
+        ops = [item.op for item in items]
         if not costs.heavy(ops):
             t = time.thread_time()  # CPU: not the machine's other work meanwhile
-            core.evaluate_batch(batch, reader)
+            found = core.evaluate_batch(log)
             costs.saw(ops, time.thread_time() - t)
-            return
-        work = asyncio.ensure_future(asyncio.to_thread(self._evaluate_off_loop, batch, reader))
+            return found
+        work = asyncio.ensure_future(asyncio.to_thread(self._evaluate_off_loop, log))
         try:
             await asyncio.shield(work)
         except asyncio.CancelledError:
@@ -397,12 +411,15 @@ class RoomHost:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait((work,))
             raise
-        costs.saw(ops, work.result())
+        seconds, found = work.result()
+        costs.saw(ops, seconds)
+        return found
 
-    def _evaluate_off_loop(self, batch: Batch, reader: StaticLog | None) -> float:
+    def _evaluate_off_loop(self, log: StaticLog | None) -> tuple[float, Step]:
         """In the thread: the loop gets the interpreter back sooner
         meanwhile, and the CPU time is the room's (share.py). Returns that
-        CPU time (the thread's: not its waits for the interpreter)."""
+        CPU time (the thread's: not its waits for the interpreter) and the
+        core's next step."""
         took: list[float] = []
 
         def spent(seconds: float) -> None:
@@ -410,8 +427,8 @@ class RoomHost:
             self.meter.add(seconds)
 
         with OFF_LOOP_SWITCH:
-            metered_call(self.core.evaluate_batch, spent, batch, reader)
-        return took[0]
+            found = metered_call(self.core.evaluate_batch, spent, log)
+        return took[0], found
 
     async def _stored_commands(
         self, keys: list[tuple[str, str]], head: int
@@ -554,26 +571,18 @@ class RoomHost:
         if sink.closing or not sink.stale:
             return
         core, viewer = self.core, sink.viewer
-        cls = rules.view_class(core.state, viewer) if viewer is not None else None
-        key = (cls, afford_class(viewer) if core.afford is not None else None)
+        key = core.snapshot_key(viewer)
+        v = core.committed().v
         cached = self._resyncs.get(key)
-        if cached is None or cached[0] != core.v:
-            frame = protocol.snapshot(core.v, core.view(viewer, self._resync_memo))
-            cached = self._resyncs[key] = (core.v, Message(frame))
+        if cached is None or cached[0] != v:
+            frame = protocol.snapshot(v, core.view(viewer, self._resync_memo))
+            cached = self._resyncs[key] = (v, Message(frame))
         sink.resync(cached[1])
 
     def _left(self, item: Left) -> None:
-        """Decided in the queue, after every join queued before: a class is
-        forgotten only while none of its sessions is open (a player's own;
-        the GMs' one class, while any GM is connected)."""
-        core = self.core
-        cls = afford_class(core.viewer(item.user))
-        if cls is None:
-            return
-        for user in self.services.registry.users(self.room_id):
-            if afford_class(core.viewer(user)) == cls:
-                return
-        core.forget_class(cls)
+        """In the queue, after every join queued before: the core forgets
+        what the user's class may do if none of its sessions is open."""
+        self.core.left(item.user, self.services.registry.users(self.room_id))
 
     def _sync(self, s: Sync) -> None:
         try:
@@ -609,3 +618,11 @@ class RoomHost:
         self.services.registry.close_room(self.room_id, protocol.CLOSE_ROOM_DELETED, "room deleted")
         if not d.future.done():
             d.future.set_result(None)
+
+
+def _internal(index: int, item: Command) -> Answer:
+    """The `index`-th command of a batch answered `internal` by the host."""
+    frame = protocol.error(
+        "internal", "the server failed on this command; retry", item.command.cmd_id
+    )
+    return Answer(index, frame, "internal")

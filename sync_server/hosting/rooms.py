@@ -14,10 +14,8 @@ from typing import Any
 import attrs
 
 from sync_server.cluster.leases import Claim, Owner, SingleNodeLeases
-from sync_server.core.room import (
-    JoinRefused,
-    RoomCore,
-)
+from sync_server.core.reads import JoinRefused
+from sync_server.core.room import RoomCore
 from sync_server.hosting.room_host import RoomHost, RoomServices
 from sync_server.hosting.work import Barrier, Command, Delete, Join, Query, RoomClosed, Sync
 from sync_server.storage import AdminRecord, replay
@@ -146,7 +144,7 @@ class Rooms:
             await self._release(room)
             raise
         loaded = attrs.evolve(replay(stored, limits.recent_patches_in_memory), undo=undo)
-        host = RoomHost(self.new_core(loaded), self.services)
+        host = RoomHost(room, self.new_core(loaded), self.services)
         host.on_drop = self._dropped
         host.load_seq = load_seq
         self.hosts[room] = host

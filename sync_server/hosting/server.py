@@ -34,9 +34,9 @@ from sync_server.clock import Clock, SystemClock
 from sync_server.cluster.leases import LEASE_SECONDS, LeaseKeeper, Leases, SingleNodeLeases
 from sync_server.cluster.sqlite_leases import SqliteLeases
 from sync_server.core.auth import RecentTokens, hash_token, load_admin_token
+from sync_server.core.inputs import CommandIn
 from sync_server.core.limits import MAX_FRAME_BYTES
 from sync_server.core.ratelimit import Buckets
-from sync_server.core.room import CommandIn
 from sync_server.hosting.admin import Admin
 from sync_server.hosting.admin_http import AdminHttp
 from sync_server.hosting.api import Api

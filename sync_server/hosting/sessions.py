@@ -31,9 +31,10 @@ from rules.state import role_of
 from sync_server.clock import Clock
 from sync_server.cluster.leases import Owner
 from sync_server.core.auth import hash_token, same_hash
+from sync_server.core.inputs import CommandIn
 from sync_server.core.limits import Limits
 from sync_server.core.ratelimit import Buckets, TokenBucket
-from sync_server.core.room import CommandIn, JoinRefused
+from sync_server.core.reads import JoinRefused
 from sync_server.core.session import (
     Authenticate,
     CloseNow,

@@ -16,10 +16,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from sync_server.core.room import (
-    CommandIn,
-    RoomCore,
-)
+from sync_server.core.inputs import CommandIn
+from sync_server.core.room import RoomCore
 from sync_server.hosting.bus import Message, Sink
 from sync_server.hosting.registry import Closable
 from sync_server.storage import AdminRecord

@@ -43,8 +43,8 @@ import rules
 from rules.testing import SHEET
 from sync_server import Config, Server
 from sync_server.clock import Clock, SystemClock
+from sync_server.core.afford import AFFORDANCES
 from sync_server.core.limits import LIMIT_FIELDS, Limits
-from sync_server.core.room import AFFORDANCES
 from sync_server.wire import frames
 from sync_server.wire.codec import CODECS, JSON, MSGPACK
 

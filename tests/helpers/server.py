@@ -148,9 +148,9 @@ def spy_evaluations(
     real = RoomCore.evaluate_batch
     take = read if read is not None else (lambda: threading.current_thread().name)
 
-    def spy(self: RoomCore, batch: Any, reader: Any = None) -> None:
+    def spy(self: RoomCore, log: Any = None) -> Any:
         seen.append(take())
-        return real(self, batch, reader)
+        return real(self, log)
 
     monkeypatch.setattr(RoomCore, "evaluate_batch", spy)
     return seen

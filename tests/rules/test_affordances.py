@@ -395,7 +395,7 @@ def check_all(t: Table, table: RuleTable) -> None:
     st.integers(0, 2**32),
 )
 def test_the_table_told_what_each_command_touched_equals_a_fresh_one(commands, tended, seed):
-    """The server's path (RoomCore._afford_after): after each command the
+    """The server's path (AffordanceCache.after): after each command the
     table is told the characters it touched (`Outcome.touched`) and works
     out again only those and the ones whose room-level inputs changed (T1's
     turn, R4's combat, L4's healers, S1's patients, the users): every

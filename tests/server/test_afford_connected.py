@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 
-from sync_server.core.room import AFFORDANCES
+from sync_server.core.afford import AFFORDANCES
 from sync_server.testing.server import connect
 from tests.helpers.server import create_table, running_server
 
@@ -19,7 +19,7 @@ from tests.helpers.server import create_table, running_server
 def known(srv, room: str = "r1") -> set:
     afford = srv.rooms.hosts[room].core.afford
     assert afford is not None
-    return set(afford)
+    return set(afford.kept)
 
 
 async def test_only_connected_viewers_affordances_are_kept_current(tmp_path) -> None:

@@ -124,3 +124,37 @@ async def test_a_failure_at_any_step_of_a_batch_loses_nothing(tmp_path, monkeypa
         back = await t.connect("obs")
         assert (back.v, without_affordances(back.state)) == (final[0], back.seen(final[1]))
         await back.close()
+
+
+async def test_a_failure_after_a_batch_is_stored_answers_every_command(
+    tmp_path, monkeypatch
+) -> None:
+    """`stored()` failing once its batch is kept (a bug, injected here in the
+    dedup window's trim): every command taken is still answered (`internal`),
+    and the room is given up and loaded again from storage, so that nobody
+    keeps a mirror of versions whose patches were never sent; a retry of an
+    answered-internal id that was stored gets its first ack (`dup`)."""
+    data = tmp_path / "data"
+    async with running_server(data) as srv:
+        t = await create_table(srv.url)
+        gm = await t.connect("gm")
+        host = await srv.rooms.get("r1")
+        assert host is not None
+        monkeypatch.setattr(host.core, "trim_dedup", fail_once_at_call(1, host.core.trim_dedup))
+        futures = [
+            await gm.submit("damage", {"char": t.chars["c_npc"], "amount": 0}) for _ in range(4)
+        ]
+        async with asyncio.timeout(WAIT):
+            replies = await asyncio.gather(*futures)  # every command is answered
+        assert replies[0]["t"] == "error" and replies[0]["code"] == "internal"
+        assert all(r["t"] == "ack" or r["code"] == "internal" for r in replies), replies
+        assert host.lost_reason is not None  # given up: its sessions reconnect
+        monkeypatch.undo()
+        v, state = await stored(srv)
+        again = await t.connect("gm")  # the room, loaded again from storage
+        assert (again.v, without_affordances(again.state)) == (v, state)
+        retry = await again.ok(
+            "damage", {"char": t.chars["c_npc"], "amount": 0}, id=replies[0]["id"]
+        )
+        assert retry.get("dup") is True and retry["v"] <= v  # stored once, not applied again
+        await again.close()

@@ -10,16 +10,18 @@ import pytest
 import rules
 from rules.testing import SHEET
 from sync_server.core.auth import hash_token
+from sync_server.core.inputs import StaticLog
 from sync_server.core.limits import Limits
-from sync_server.core.room import (
+from sync_server.core.outputs import (
     Answer,
     CloseUsers,
-    JoinRefused,
+    Evaluate,
     Lost,
     Publish,
     RememberToken,
-    StaticLog,
+    Store,
 )
+from sync_server.core.reads import JoinRefused
 from sync_server.storage import RoomDeleted, UndoTarget, VersionConflict
 from sync_server.testing.core import command, commit, new_core, run_batch
 
@@ -263,34 +265,39 @@ def test_a_stored_batch_says_what_to_send_in_order() -> None:
 
 def test_a_failed_batch_answers_everyone_internal_and_moves_nothing() -> None:
     core, gm = new_core()
-    batch = core.begin([command(gm, "update_room", name=f"n{i}") for i in range(3)])
-    core.evaluate_batch(batch)
-    assert [r.v for r in batch.records] == [1, 2, 3] and batch.expected == 0
-    assert core.committed[1] == 0  # readers outside the queue: only what is stored
-    outputs = core.failed(batch, OSError("disk full"))
+    step = core.take([command(gm, "update_room", name=f"n{i}") for i in range(3)])
+    assert isinstance(step, Store)
+    assert [r.v for r in step.records] == [1, 2, 3] and step.expected == 0
+    assert core.committed().v == 0  # readers outside the queue: only what is stored
+    outputs = core.failed(OSError("disk full")).outputs
     assert [type(o) for o in outputs] == [Answer, Answer, Answer]
     assert all(o.frame["code"] == "internal" for o in outputs if isinstance(o, Answer))
-    assert core.v == 0 and core.committed[1] == 0
+    assert core.v == 0 and core.committed().v == 0
 
 
 def test_a_fenced_batch_says_the_room_is_lost() -> None:
     core, gm = new_core()
-    batch = core.begin([command(gm, "update_room", name="x")])
-    core.evaluate_batch(batch)
-    lost = core.failed(batch, VersionConflict("head moved"))[-1]
+    core.take([command(gm, "update_room", name="x")])
+    lost = core.failed(VersionConflict("head moved")).outputs[-1]
     assert isinstance(lost, Lost) and lost.code == 1012
-    batch = core.begin([command(gm, "update_room", name="y")])
-    core.evaluate_batch(batch)
-    deleted = core.failed(batch, RoomDeleted("gone"))[-1]
+    core.take([command(gm, "update_room", name="y")])
+    deleted = core.failed(RoomDeleted("gone")).outputs[-1]
     assert isinstance(deleted, Lost) and deleted.code == 4404
 
 
+def _taken(ops: list[str], limit: int = 128) -> int:
+    """How many of `ops`, queued in a row, the next batch takes."""
+    core, gm = new_core(limits=Limits(max_command_batch=limit))
+    return core.take([command(gm, op) for op in ops]).taken
+
+
 def test_an_undo_goes_alone_and_reads_the_log() -> None:
+    assert _taken(["damage", "heal", "undo", "heal"]) == 2
+    assert _taken(["undo", "heal"]) == 1
+    assert _taken(["heal"] * 10, limit=4) == 4
     core, _gm = new_core()
-    assert core.batch_size(["damage", "heal", "undo", "heal"], 128) == 2
-    assert core.batch_size(["undo", "heal"], 128) == 1
-    assert core.batch_size(["heal"] * 10, 4) == 4
-    assert core.begin([command(_gm, "undo")]).reads_log
+    step = core.take([command(_gm, "undo")])
+    assert isinstance(step, Evaluate) and step.reads_log
 
 
 def test_patch_view_keys_name_their_parts_and_only_the_gms_affordances_are_exempt() -> None:
@@ -298,7 +305,7 @@ def test_patch_view_keys_name_their_parts_and_only_the_gms_affordances_are_exemp
     patch is their own, their affordance class if it changed): the cap of
     views exempts the GM's own frame by that class, not by a key's shape."""
     from rules.view import CLASS_PUBLIC
-    from sync_server.core.room import PatchView, ViewKey
+    from sync_server.core.patch_view import PatchView, ViewKey
 
     patch = {"by": "u2", "id": "c1", "ops": [], "events": []}
     gm, admin = rules.Viewer("u1", "gm"), rules.Viewer(None, "admin")

@@ -35,7 +35,8 @@ from rules.model import ROLES
 from rules.patch import FORBIDDEN_KEYS
 from sync_server.clock import FakeClock
 from sync_server.core.auth import RecentTokens, hash_token
-from sync_server.core.room import JoinRefused, RoomCore
+from sync_server.core.reads import JoinRefused
+from sync_server.core.room import RoomCore
 from sync_server.storage import AdminRecord, RoomDump, replay, transfer
 from sync_server.storage.memory import MemoryStorage
 from tests.helpers.server import Closed, connect, connect_admin, create_table, running_server

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from rules import SeededDice, Viewer
 from sync_server.core.auth import RecentTokens
-from sync_server.core.room import CommandIn, RoomCore
+from sync_server.core.inputs import CommandIn
+from sync_server.core.room import RoomCore
 from sync_server.hosting.bus import Message
 from sync_server.storage import LoadedRoom
 from sync_server.wire.codec import Codec

@@ -36,8 +36,9 @@ import rules
 from rules import SeededDice, Viewer, apply_ops, view_patch
 from sync_server.clock import FakeClock
 from sync_server.core.auth import RecentTokens, hash_token
+from sync_server.core.inputs import CommandIn, StaticLog
 from sync_server.core.limits import Limits
-from sync_server.core.room import CommandIn, RoomCore, StaticLog
+from sync_server.core.room import RoomCore
 from sync_server.core.views import version_views
 from sync_server.storage import AdminRecord, LoadedRoom, replay, transfer
 from sync_server.storage.memory import MemoryStorage
