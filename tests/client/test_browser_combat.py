@@ -21,7 +21,7 @@ from rules.testing import SHEET
 from tests.client.test_browser import SYNC_MS, browser, open_page, shot, table  # noqa: F401
 from tests.helpers.live_table import ROOM, LiveTable
 
-pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="session")]
 
 
 def turn_of(state: dict[str, Any]) -> tuple[list[str], str | None, int]:
