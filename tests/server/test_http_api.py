@@ -467,6 +467,10 @@ async def test_bad_tokens_count_against_the_address_like_refused_hellos(tmp_path
             assert statuses == [401, 401, 429]
             # the good token from that address waits too, as a hello would
             assert (await c.get(path, headers=bearer(t.tokens["gm"]))).status_code == 429
+            # and so does a request for the API's document, which says so
+            assert (await c.get("/api/v1/openapi.json")).status_code == 429
+            described = apidoc.openapi()["paths"]["/api/v1/openapi.json"]["get"]["responses"]
+            assert "429" in described
 
 
 async def test_cluster_a_request_at_another_node_is_redirected_to_the_owner(
