@@ -34,6 +34,8 @@ from tests.helpers.browser import ARGS, CHROMIUM
 
 pytestmark = [
     pytest.mark.timeout(120),
+    # One worker runs the module: the build and its two Chromiums, once.
+    pytest.mark.xdist_group("foundry-browser"),
     pytest.mark.asyncio(loop_scope="session"),
     pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl"),
 ]
