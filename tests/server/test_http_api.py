@@ -24,7 +24,7 @@ from rules.engine import OPS
 from sync_server.hosting import apidoc
 from sync_server.testing.server import seen_by
 from sync_server.wire import protocol
-from tests.helpers.http import api, bearer, events
+from tests.helpers.http import api, bearer, events, small_send_buffers
 from tests.helpers.server import (
     ADMIN_TOKEN,
     REPO,
@@ -311,6 +311,7 @@ async def test_a_slow_stream_reader_is_cut_like_a_slow_websocket_reader(tmp_path
         async with asyncio.timeout(WAIT):
             while srv.metrics.sse_streams._value.get() < 1:
                 await asyncio.sleep(0.01)
+        small_send_buffers(srv)
         name = "n" * 90  # and a number: a patch of ~200 bytes
         sent = 0
         async with asyncio.timeout(3 * WAIT):
