@@ -279,11 +279,18 @@ async def test_postgresql_killed_under_load_loses_nothing_acknowledged(
             acked: list[int] = []
             refused: list[str] = []
             until = time.monotonic() + 6
-            load = asyncio.create_task(_load(gm, t.chars["c_npc"], until, acked, refused))
+            stop = asyncio.Event()
+            load = asyncio.create_task(_load(gm, t.chars["c_npc"], until, acked, refused, stop))
             await asyncio.sleep(1.0)
             await asyncio.to_thread(pg_cluster.stop, "immediate")
             await asyncio.sleep(1.0)
             await asyncio.to_thread(pg_cluster.start)
+            served = len(acked)
+            async with asyncio.timeout(WAIT):  # the room is served again: a while more
+                while len(acked) == served and not load.done():
+                    await asyncio.sleep(0.05)
+            await asyncio.sleep(SERVED_AGAIN_LOAD_SECONDS)
+            stop.set()
             await load
             assert refused  # the outage was felt: internal (retry)
             ack = await gm.command("damage", char=t.chars["c_npc"], amount=0, timeout=WAIT)
