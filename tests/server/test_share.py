@@ -162,7 +162,14 @@ async def test_a_room_past_its_share_lets_another_rooms_command_through(
     # command has to be answered in, a commit with its fsync included: 2 s
     # was once too short on a machine loaded to twice its usual run time.
     monkeypatch.setattr(room_host, "ROOM_MAX_PAUSE_SECONDS", 5.0)
-    async with running_server(tmp_path, rate=None, room_share_window=60.0) as srv:
+    # A stays within its share whatever the machine's load: the meters
+    # charge each step's wall time, and on a loaded machine (other tests'
+    # workers) setting up the table could spend the 50 ms burst; A, in debt,
+    # would then withdraw from the rooms with work and B would wait for
+    # nobody (it did: B answered first, in 0.7 s). B's debt is set below.
+    async with running_server(
+        tmp_path, rate=None, room_share_window=60.0, room_cpu_burst=60.0
+    ) as srv:
         a = await (await create_table(srv.url, room="a")).connect("gm")
         b = await (await create_table(srv.url, room="b")).connect("gm")
         await b.ok("advance_clock", {"seconds": 6})
