@@ -66,7 +66,13 @@ MAX_START_LINES = 400
 BLOCK_SECONDS = 60
 MAX_FOLLOW_COMMANDS = 40
 
-pytestmark = pytest.mark.timeout(300)  # the first command installs vtt-sync
+pytestmark = [
+    pytest.mark.timeout(300),  # the first command installs vtt-sync
+    # One worker runs the module: its fixture (the copy, its .venv, its
+    # server) is made once, where the test command's workers would each
+    # make their own.
+    pytest.mark.xdist_group("fresh-checkout"),
+]
 
 
 @attrs.frozen

@@ -266,7 +266,8 @@ _ERRORS_BY_STATUS = {
     "422": "conflict: this Idempotency-Key was used for another command; a new command "
     "needs a new key (the same command under the same key gets its first answer).",
     "429": "rate_limited: the user's allowance (shared with their WebSocket sessions) "
-    "is spent; retry after `Retry-After` seconds.",
+    "or the address's (too many refused requests) is spent; retry after `Retry-After` "
+    "seconds.",
     "500": "internal: the server could not do it; retry.",
 }
 
@@ -317,7 +318,9 @@ def _document(operation_id: str, summary: str) -> dict[str, Any]:
                     "description": summary,
                     "content": {"application/json": {"schema": {"type": "object"}}},
                 },
-                **_errors("403", "405"),
+                # 429: every request is first counted against its address's
+                # allowance of refused ones (api.py, `Attempt`), these too.
+                **_errors("403", "405", "429"),
             },
         }
     }

@@ -19,15 +19,15 @@ import pytest_asyncio
 from client_stub import Client
 from tests.helpers.live_table import ROOM, LiveTable
 
-# One Chromium for the module (a launch costs about a second), so the tests
-# and their fixtures share the module's event loop.
-pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
+# One Chromium for the test process (tests/helpers/browser.py), so the tests
+# and their fixtures share the session's event loop.
+pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="session")]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 SYNC_MS = 1000  # a command from one client shows on the others within a second
 
 
-@pytest_asyncio.fixture(loop_scope="module")
+@pytest_asyncio.fixture(loop_scope="session")
 async def browser(chromium: Any) -> AsyncIterator[Any]:
     """The shared Chromium; the pages a test opened are closed after it."""
     yield chromium
@@ -35,7 +35,7 @@ async def browser(chromium: Any) -> AsyncIterator[Any]:
         await ctx.close()
 
 
-@pytest_asyncio.fixture(loop_scope="module")
+@pytest_asyncio.fixture(loop_scope="session")
 async def table(tmp_path: Path) -> AsyncIterator[LiveTable]:
     async with LiveTable(tmp_path / "data") as t:
         yield t

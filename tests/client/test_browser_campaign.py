@@ -26,10 +26,10 @@ from tests.client import test_browser as shared
 from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import test_config
 
-browser = shared.browser  # the module's Chromium, its pages closed after each test
+browser = shared.browser  # the shared Chromium, its pages closed after each test
 open_page = shared.open_page
 SYNC_MS = shared.SYNC_MS
-pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="session")]
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -43,7 +43,7 @@ class PublicTable(LiveTable):
         return test_config(self.data_dir, port=self.port, rate=None, public_url=self.public_url)
 
 
-@pytest_asyncio.fixture(loop_scope="module")
+@pytest_asyncio.fixture(loop_scope="session")
 async def table(tmp_path: Path) -> AsyncIterator[LiveTable]:
     async with LiveTable(tmp_path / "data") as t:
         yield t

@@ -29,7 +29,7 @@ from tests.client.test_browser import (  # noqa: F401
 )
 from tests.helpers.live_table import ROOM, LiveTable
 
-pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="session")]
 
 PHONE = {"width": 390, "height": 844}  # an iPhone 12-14's CSS viewport
 # "About two screens": two phone screens, and 5% for what a font or a longer

@@ -16,7 +16,7 @@ from client_stub import Client
 from tests.client.test_browser import SYNC_MS, browser, open_page, shot, table  # noqa: F401
 from tests.helpers.live_table import ROOM, LiveTable
 
-pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="session")]
 
 
 async def order_on(page: Any) -> list[str]:

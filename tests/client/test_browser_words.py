@@ -12,7 +12,7 @@ from client_stub import Client
 from tests.client.test_browser import browser, open_page, shot, table  # noqa: F401
 from tests.helpers.live_table import ROOM, LiveTable
 
-pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="session")]
 
 # More than the page's recent log on arrival (app.js BACKFILL_PATCHES): the
 # undo target then lies beyond it.

@@ -32,7 +32,7 @@ from tests.helpers.live_table import ROOM, LiveTable
 from tests.helpers.server import ADMIN_TOKEN, WAIT, running_server
 from vtt_sync import main  # the whole command: client and admin
 
-pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="session")]
 
 NGINX = "/usr/sbin/nginx"
 DEPLOY_MD = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"

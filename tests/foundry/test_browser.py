@@ -30,11 +30,13 @@ import pytest
 import pytest_asyncio
 
 from sync_server.testing.server import create_table, running_server
-from tests.helpers.browser import ARGS, CHROMIUM, require_browser
+from tests.helpers.browser import ARGS, CHROMIUM
 
 pytestmark = [
     pytest.mark.timeout(120),
-    pytest.mark.asyncio(loop_scope="module"),
+    # One worker runs the module: the build and its two Chromiums, once.
+    pytest.mark.xdist_group("foundry-browser"),
+    pytest.mark.asyncio(loop_scope="session"),
     pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl"),
 ]
 
@@ -74,7 +76,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "vtt-sync"
 
 
-@pytest_asyncio.fixture(loop_scope="module")
+@pytest_asyncio.fixture(loop_scope="session")
 async def tls_server(tmp_path: Path) -> AsyncIterator[tuple[Any, Any]]:
     cert, key = make_cert(tmp_path / "certs")
     # The Foundry page's origin must be allowed (as a GM does with --allow-origin).
@@ -91,25 +93,23 @@ async def tls_server(tmp_path: Path) -> AsyncIterator[tuple[Any, Any]]:
 LNA_OFF = "--disable-features=LocalNetworkAccessChecks"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browsers() -> AsyncIterator[dict[str, Any]]:
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def browsers(pw: Any) -> AsyncIterator[dict[str, Any]]:
     """Two Chromiums: `plain` does not trust the self-signed certificate;
     `trusting` does (as a browser where the GM opened the server's https://
     page and accepted it: Playwright's ignore_https_errors does not reach
-    WebSockets, the command-line switch does)."""
-    require_browser()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        plain = await pw.chromium.launch(executable_path=CHROMIUM, args=[*ARGS, LNA_OFF])
-        trusting = await pw.chromium.launch(
-            executable_path=CHROMIUM, args=[*ARGS, LNA_OFF, "--ignore-certificate-errors"]
-        )
-        try:
-            yield {"plain": plain, "trusting": trusting}
-        finally:
-            await plain.close()
-            await trusting.close()
+    WebSockets, the command-line switch does). Launched from the test
+    process's Playwright (tests/helpers/browser.py), for this module only."""
+    launch = pw.chromium.launch
+    plain = await launch(executable_path=CHROMIUM, args=[*ARGS, LNA_OFF])
+    trusting = await launch(
+        executable_path=CHROMIUM, args=[*ARGS, LNA_OFF, "--ignore-certificate-errors"]
+    )
+    try:
+        yield {"plain": plain, "trusting": trusting}
+    finally:
+        await plain.close()
+        await trusting.close()
 
 
 async def open_foundry(chromium: Any, built: Path, query: str) -> Any:

@@ -1,7 +1,14 @@
 """Debian's Chromium through Playwright, for the browser tests: the `chromium`
-fixture (one browser per test module: a launch costs about a second), and
-the rule that without Chromium or Playwright these tests skip locally and
-FAIL in CI (CI set). Registered as a plugin by tests/conftest.py."""
+fixture, and the rule that without Chromium or Playwright these tests skip
+locally and FAIL in CI (CI set). Registered as a plugin by tests/conftest.py.
+
+One Chromium per test process (each xdist worker has its own), launched at
+its first browser test and closed at the end: a launch costs about a second
+and a few dozen MB. Each test opens its pages in contexts of its own (new
+cookies and storage) and closes them. A Playwright browser belongs to the
+event loop that launched it, so the fixture and every test using it run on
+the session's loop: their modules say `pytest.mark.asyncio(loop_scope="session")`.
+A module needing other switches launches its own from the same `pw`."""
 
 from __future__ import annotations
 
@@ -43,14 +50,21 @@ def require_browser() -> None:
         pytest.skip(reason)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def chromium() -> AsyncIterator[Any]:
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def pw() -> AsyncIterator[Any]:
+    """The test process's Playwright (its driver is a Node process): for a
+    module that needs a Chromium with switches of its own (tests/foundry)."""
     require_browser()
     from playwright.async_api import async_playwright
 
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            await b.close()
+    async with async_playwright() as driver:
+        yield driver
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def chromium(pw: Any) -> AsyncIterator[Any]:
+    b = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    try:
+        yield b
+    finally:
+        await b.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +14,23 @@ import attrs
 import httpx
 
 from sync_server.testing.server import WAIT
+
+# Bytes: the kernel's send buffer of the server's end of a stream that its
+# reader stopped reading (the smallest Linux keeps is about this).
+SMALL_SEND_BUFFER = 4096
+
+
+def small_send_buffers(server: Any) -> None:
+    """The server's end of each open event stream gets a small kernel send
+    buffer. A reader that stops reading fills the kernel's buffers before
+    the stream's outbox holds a byte: on loopback they grow to megabytes,
+    thousands of patches of a test's commands; with these the outbox fills
+    after a few, and what the test checks (its budget, the cut) is the
+    same."""
+    assert server.api is not None
+    for stream in server.api.streams:
+        sock = stream.conn.transport.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SMALL_SEND_BUFFER)
 
 
 def bearer(token: str, **headers: str) -> dict[str, str]:

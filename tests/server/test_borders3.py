@@ -26,7 +26,7 @@ from sync_server.hosting.http1 import HttpConnection, json_body
 from sync_server.hosting.outbox import OutboxBudget
 from sync_server.storage import sqlite as sqlite_module
 from sync_server.storage import transfer
-from tests.helpers.http import api, bearer
+from tests.helpers.http import api, bearer, small_send_buffers
 from tests.helpers.server import (
     ADMIN_TOKEN,
     WAIT,
@@ -319,6 +319,7 @@ async def test_event_streams_that_read_nothing_hold_at_most_the_room_budget(tmp_
         async with asyncio.timeout(WAIT):
             while srv.metrics.sse_streams._value.get() < len(socks):
                 await asyncio.sleep(0.01)
+        small_send_buffers(srv)
         name = "n" * 90  # and a number: a patch of ~200 bytes
         sent = 0
         async with asyncio.timeout(6 * WAIT):

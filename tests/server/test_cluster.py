@@ -110,9 +110,22 @@ def spawn(tmp_path: Path, name: str, dsn: str) -> Any:
     )  # fmt: skip
 
 
-async def _load(client: Client, char: str, until: float, acked: list[int], refused: list[str]):
+# Once the room is served again after a kill, the clients go on for this
+# long, then stop: the new owner's commits under the same load, without
+# the seconds of load that would follow until the bound of a failover.
+SERVED_AGAIN_LOAD_SECONDS = 1.0
+
+
+async def _load(
+    client: Client,
+    char: str,
+    until: float,
+    acked: list[int],
+    refused: list[str],
+    stop: asyncio.Event | None = None,
+):
     n = 0
-    while time.monotonic() < until:
+    while time.monotonic() < until and not (stop and stop.is_set()):
         n += 1
         try:
             ack = await client.command("damage", char=char, amount=0, timeout=WAIT)
@@ -164,15 +177,18 @@ async def test_kill_9_of_the_owner_under_load_loses_nothing_acknowledged(tmp_pat
 async def load_through_a_kill(
     clients: list[Client], watcher: Client, char: str, kill: Any, seconds: float
 ) -> tuple[list[int], float]:
-    """The clients command the room for `seconds`; after one, `kill()` (a
-    SIGKILL of the room's server). Returns the versions acknowledged and
-    how long after the kill a command was acknowledged again."""
+    """The clients command the room, for `seconds` at most; after one,
+    `kill()` (a SIGKILL of the room's server); once a command is
+    acknowledged again, for SERVED_AGAIN_LOAD_SECONDS more. Returns the
+    versions acknowledged and how long after the kill a command was
+    acknowledged again."""
     for c in (*clients, watcher):
         await c.connect(timeout=WAIT)
     acked: list[int] = []
     refused: list[str] = []
     until = time.monotonic() + seconds
-    load = [asyncio.create_task(_load(c, char, until, acked, refused)) for c in clients]
+    stop = asyncio.Event()
+    load = [asyncio.create_task(_load(c, char, until, acked, refused, stop)) for c in clients]
     await asyncio.sleep(1.0)
     killed_at = time.monotonic()
     kill()  # SIGKILL: no drain, no release
@@ -183,6 +199,8 @@ async def load_through_a_kill(
             await asyncio.sleep(0.05)
             if len(acked) > before and time.monotonic() - killed_at > 0.1:
                 served_again = time.monotonic() - killed_at
+    await asyncio.sleep(SERVED_AGAIN_LOAD_SECONDS)
+    stop.set()
     await asyncio.gather(*load)
     return acked, served_again
 
@@ -261,11 +279,18 @@ async def test_postgresql_killed_under_load_loses_nothing_acknowledged(
             acked: list[int] = []
             refused: list[str] = []
             until = time.monotonic() + 6
-            load = asyncio.create_task(_load(gm, t.chars["c_npc"], until, acked, refused))
+            stop = asyncio.Event()
+            load = asyncio.create_task(_load(gm, t.chars["c_npc"], until, acked, refused, stop))
             await asyncio.sleep(1.0)
             await asyncio.to_thread(pg_cluster.stop, "immediate")
             await asyncio.sleep(1.0)
             await asyncio.to_thread(pg_cluster.start)
+            served = len(acked)
+            async with asyncio.timeout(WAIT):  # the room is served again: a while more
+                while len(acked) == served and not load.done():
+                    await asyncio.sleep(0.05)
+            await asyncio.sleep(SERVED_AGAIN_LOAD_SECONDS)
+            stop.set()
             await load
             assert refused  # the outage was felt: internal (retry)
             ack = await gm.command("damage", char=t.chars["c_npc"], amount=0, timeout=WAIT)

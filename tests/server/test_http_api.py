@@ -24,7 +24,7 @@ from rules.engine import OPS
 from sync_server.hosting import apidoc
 from sync_server.testing.server import seen_by
 from sync_server.wire import protocol
-from tests.helpers.http import api, bearer, events
+from tests.helpers.http import api, bearer, events, small_send_buffers
 from tests.helpers.server import (
     ADMIN_TOKEN,
     REPO,
@@ -311,6 +311,7 @@ async def test_a_slow_stream_reader_is_cut_like_a_slow_websocket_reader(tmp_path
         async with asyncio.timeout(WAIT):
             while srv.metrics.sse_streams._value.get() < 1:
                 await asyncio.sleep(0.01)
+        small_send_buffers(srv)
         name = "n" * 90  # and a number: a patch of ~200 bytes
         sent = 0
         async with asyncio.timeout(3 * WAIT):
@@ -467,6 +468,10 @@ async def test_bad_tokens_count_against_the_address_like_refused_hellos(tmp_path
             assert statuses == [401, 401, 429]
             # the good token from that address waits too, as a hello would
             assert (await c.get(path, headers=bearer(t.tokens["gm"]))).status_code == 429
+            # and so does a request for the API's document, which says so
+            assert (await c.get("/api/v1/openapi.json")).status_code == 429
+            described = apidoc.openapi()["paths"]["/api/v1/openapi.json"]["get"]["responses"]
+            assert "429" in described
 
 
 async def test_cluster_a_request_at_another_node_is_redirected_to_the_owner(

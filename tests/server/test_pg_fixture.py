@@ -17,7 +17,7 @@ def test_without_postgresql_the_tests_fail_loudly_with_how_to_start_it() -> None
     env["VTT_SYNC_TEST_PG_ADMIN"] = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
     done = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
             "tests/server/test_storage_contract.py", "-k", "postgres and version_zero",
         ],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False,
