@@ -44,13 +44,12 @@ from bench.harness import (
     Reader,
     close_peer,
     open_peer,
-    parse_trees,
     pipelined,
     start_tree,
     stop_server,
 )
 from bench.isolation_bench import CENTURY
-from bench.server_bench import ADMIN_TOKEN, SHEET, pct
+from bench.server_bench import ADMIN_TOKEN, SHEET, parse_trees, pct
 
 PLAYERS = 98  # (a): each with a view class of their own
 PATIENTS_PER_PLAYER = 2  # (a): 196 tended patients

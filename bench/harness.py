@@ -1,5 +1,5 @@
 """Helpers the newer benchmarks share (the older ones' are in server_bench):
-which trees to run (`--base`), a server of a tree started in it, commands
+a server of a tree started in it (trees: server_bench.parse_trees), commands
 sent many at a time, connections that only read, and what /proc says of a
 process's memory.
 """
@@ -19,16 +19,6 @@ from bench.server_bench import ADMIN_TOKEN, Peer, hello, start
 # Commands a setup keeps in flight on one session: under the server's
 # MAX_INFLIGHT_PER_SESSION (64), which would refuse the ones past it.
 SETUP_WINDOW = 48
-
-
-def parse_trees(spec: str | None) -> dict[str, str]:
-    """`--base NAME=PATH,NAME=PATH` (or one bare PATH): the trees to run, in
-    order, absolute; a nameless first is `today`, later ones `base1`, ..."""
-    trees = {}
-    for i, item in enumerate(filter(None, (spec or "").split(","))):
-        name, _, path = item.rpartition("=")
-        trees[name or ("today" if i == 0 else f"base{i}")] = os.path.abspath(path)
-    return trees
 
 
 def start_tree(
