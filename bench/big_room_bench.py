@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ import time
 from typing import Any
 
 from bench.harness import (
+    Helper,
     Reader,
     close_peer,
     open_peer,
@@ -164,31 +164,6 @@ def quiet_process(url: str, token: str, conn: Any) -> None:
         await close_peer(gm, reader)
 
     asyncio.run(run())
-
-
-class Helper:
-    """A child process (spawned: a fresh interpreter and event loop) and
-    the pipe to it."""
-
-    def __init__(self, target: Any, *args: Any) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=target, args=(*args, child), daemon=True)
-        self.proc.start()
-
-    def wait_ready(self, timeout: float = 120.0) -> None:
-        if not self.conn.poll(timeout) or self.conn.recv() != "ready":
-            raise RuntimeError("a helper process did not get ready")
-
-    def finish(self, timeout: float = 120.0) -> Any:
-        self.conn.send("stop")
-        if not self.conn.poll(timeout):
-            raise RuntimeError("a helper process did not answer")
-        out = self.conn.recv()
-        self.proc.join(10)
-        if self.proc.is_alive():
-            self.proc.kill()
-        return out
 
 
 async def cycles(
