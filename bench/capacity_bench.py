@@ -4,6 +4,7 @@ table's real pace.
     python -m bench.capacity_bench [--start-tables 100] [--max-tables 2400]
                                    [--step-seconds 20] [--warmup 5] [--bisect 2]
                                    [--drivers 2] [--workers 2] [--storage sqlite|postgres]
+                                   [--tree PATH]
 
 A table is a room of 6 clients: its GM and 5 players, each owning a
 character; 3 players idle (connected, reading, sending nothing: their
@@ -37,8 +38,9 @@ would be the bottleneck, not the server).
 hello landing on a worker not serving its room follows the redirect.
 --storage postgres: a throwaway database on the local PostgreSQL
 (VTT_SYNC_TEST_PG_ADMIN, default postgres@127.0.0.1:5432), dropped after;
-the PostgreSQL server's CPU per command is printed too. Loopback only,
-bounded in time.
+the PostgreSQL server's CPU per command is printed too (every PostgreSQL
+process's: keep the machine quiet). --tree: another tree's server (e.g.
+main, to compare). Loopback only, bounded in time.
 """
 
 from __future__ import annotations
@@ -335,7 +337,7 @@ class Bench:
         # The collector's passes, logged by the probe (server_bench.GC_PROBE).
         self.gc_log = os.path.join(data, "gc.log")
         env = {"PYTHONPATH": GC_PROBE, "VTT_BENCH_GC_LOG": self.gc_log}
-        self.proc, self.url = start_tree(data, None, extra, env)
+        self.proc, self.url = start_tree(data, ns.tree, extra, env)
         self.pids: list[int] = [self.proc.pid]
         if ns.workers > 1:
             with open(os.path.join(data, "server.log")) as f:
@@ -513,7 +515,9 @@ def main() -> None:
     ap.add_argument("--drivers", type=int, default=2, help="load generator processes")
     ap.add_argument("--workers", type=int, default=1, help="the server's --workers (1: plain)")
     ap.add_argument("--storage", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--tree", help="another tree's server (its own code, started in it)")
     ns = ap.parse_args()
+    ns.tree = os.path.abspath(ns.tree) if ns.tree else None
     ns.max_tables = max(1, min(ns.max_tables, MAX_TABLES))
     ns.start_tables = max(1, min(ns.start_tables, ns.max_tables))
     ns.step_seconds = max(5.0, min(ns.step_seconds, 120.0))

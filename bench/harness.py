@@ -29,8 +29,8 @@ def start_tree(
     this interpreter's packages) on the data directory `data`, default
     settings plus `extra` arguments: its process and URL."""
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN, **(env or {})}
-    if tree is not None:
-        env["PYTHONPATH"] = tree
+    if tree is not None:  # first on the path, before any probe given in `env`
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (tree, env.get("PYTHONPATH"))))
     log = os.path.join(data, "server.log")
     args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data, *extra]
     return start(args, r"listening on (ws://[^\s\"]+)", env, log, cwd=tree)
