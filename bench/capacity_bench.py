@@ -27,15 +27,19 @@ down, the tables past the step's count stop (their clients leave).
 
 Printed per step and for the most tables held: commands/s, p50/p99,
 the server's CPU per command and its CPU % (from /proc: every worker with
---workers), RSS per table and per connection (RSS with N tables minus the
-server's RSS before the first, over N; measured on the way up, before any
-table stops), and the load generator's CPU (its driver processes, each
-driving whole tables: a table's sender and readers share a process and a
-clock) with how late its commands went out (a driver behind its schedule
-would be the bottleneck, not the server).
+--workers), the collector's longest pass and its full passes in the
+window (a probe: server_bench.GC_PROBE), RSS per table and per connection
+(RSS with N tables minus the server's RSS before the first, over N;
+measured on the way up, before any table stops; split into what the rooms
+added as they were set up and what their clients added as they joined),
+and the load generator's CPU (its driver processes, each driving whole
+tables: a table's sender and readers share a process and a clock) with
+how late its commands went out (a driver behind its schedule would be the
+bottleneck, not the server).
 
---workers N: the server's own `serve --workers N` (docs/deploy.md); a
-hello landing on a worker not serving its room follows the redirect.
+--workers N: the server's own `serve --workers N` (docs/cluster.md,
+"Every core"); a hello landing on a worker not serving its room follows
+the redirect.
 --storage postgres: a throwaway database on the local PostgreSQL
 (VTT_SYNC_TEST_PG_ADMIN, default postgres@127.0.0.1:5432), dropped after;
 the PostgreSQL server's CPU per command is printed too (every PostgreSQL
@@ -356,6 +360,9 @@ class Bench:
         self.connected = 0
         self.peak_rss: tuple[int, int] | None = None  # (tables, kB) on the way up
         self.most = 0  # the most tables ever playing
+        # RSS the rooms added as they were set up (no client yet), and the
+        # connections added when their clients joined rooms already loaded.
+        self.rooms_kb = self.clients_kb = 0
 
     def ask(self, i: int, msg: tuple[Any, ...], timeout: float = 600.0) -> Any:
         d = self.drivers[i]
@@ -368,10 +375,12 @@ class Bench:
         """Tables `0..tables-1` playing: set up and connect the new ones
         (round robin over the drivers), or stop those past it; seconds."""
         t0 = time.perf_counter()
-        if tables > len(self.specs):
-            first = len(self.specs)
+        if tables > len(self.specs):  # new rooms: what they add, before any client
+            first, before = len(self.specs), rss_kb(self.pids)
             self.specs += asyncio.run(set_up_tables(self.url, first, tables - first, "cap"))
+            self.rooms_kb += rss_kb(self.pids) - before
         if tables > self.connected:
+            before = rss_kb(self.pids)
             n = len(self.drivers)
             shares = [list(range(self.connected + i, tables, n)) for i in range(n)]
             for i, share in enumerate(shares):
@@ -383,6 +392,8 @@ class Bench:
                         raise RuntimeError(f"driver {i} did not connect its tables")
                     self.drivers[i].conn.recv()
                     self.owned[i] += share
+            if tables > self.most:  # connections to rooms loaded: what they add
+                self.clients_kb += rss_kb(self.pids) - before
         elif tables < self.connected:
             for i, owned in enumerate(self.owned):
                 keep = sum(k < tables for k in owned)
@@ -395,8 +406,8 @@ class Bench:
         # Memory per table only from a step past every earlier one: a
         # table that stopped leaves its room loaded (until it idles out).
         growing = tables > max(self.most, self.connected)
-        self.most = max(self.most, tables)
         took = self.resize(tables)
+        self.most = max(self.most, tables)
         time.sleep(ns.warmup)
         for i in range(len(self.drivers)):
             self.ask(i, ("start",))
@@ -577,8 +588,9 @@ def summary(bench: Bench, steps: list[dict[str, Any]]) -> None:
         per_table = (rss - bench.rss0) / tables
         print(
             f"memory: RSS {bench.rss0 / 1024:.1f} MB at start, {rss / 1024:.1f} MB with "
-            f"{tables} tables: {per_table:.0f} KiB a table, "
-            f"{per_table / (1 + PLAYERS):.0f} KiB a connection (room state included)"
+            f"{tables} tables: {per_table:.0f} KiB a table with its clients; "
+            f"set up, before any client joined: {bench.rooms_kb / bench.most:.0f} KiB a room; "
+            f"joining: {bench.clients_kb / bench.most / (1 + PLAYERS):.0f} KiB a connection"
         )
     print(
         f"load generator: {best['driver_cpu_pct']:.1f}% of a core over {len(bench.drivers)} "
