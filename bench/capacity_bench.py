@@ -22,7 +22,8 @@ the first that did not (--bisect steps). A step adds the tables it needs
 --warmup s, then measures for --step-seconds; it holds when the p99 of
 both the command's answer (send to ack, at the sender) and its patch at
 every client of the table (send to the last arrival) is under 100 ms
-(P99_LIMIT_MS), and no command was refused, failed or unanswered. Going
+(P99_LIMIT_MS), no command was refused, failed or unanswered ("failed"),
+and no client missed a patch ("lost"). Going
 down, the tables past the step's count stop (their clients leave).
 
 Printed per step and for the most tables held: commands/s, p50/p99,
@@ -473,6 +474,7 @@ COLUMNS = (
     ("patch_p50_ms", "patch p50", "{:>10.1f}"),
     ("patch_p99_ms", "patch p99", "{:>10.1f}"),
     ("failed", "failed", "{:>7.0f}"),
+    ("missing", "lost", "{:>5.0f}"),
     ("cpu_us_per_cmd", "us/cmd", "{:>8.0f}"),
     ("server_cpu_pct", "srv CPU%", "{:>9.1f}"),
     ("rss_mb", "RSS MB", "{:>8.1f}"),
