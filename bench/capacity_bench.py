@@ -4,7 +4,7 @@ table's real pace.
     python -m bench.capacity_bench [--start-tables 100] [--max-tables 2400]
                                    [--step-seconds 20] [--warmup 8] [--bisect 2]
                                    [--drivers 2] [--workers 2] [--storage sqlite|postgres]
-                                   [--tree PATH]
+                                   [--tree PATH] [--budget 300]
 
 A table is a room of 6 clients: its GM and 5 players, each owning a
 character; 3 players idle (connected, reading, sending nothing: their
@@ -24,7 +24,9 @@ both the command's answer (send to ack, at the sender) and its patch at
 every client of the table (send to the last arrival) is under 100 ms
 (P99_LIMIT_MS), no command was refused, failed or unanswered ("failed"),
 and no client missed a patch ("lost"). Going
-down, the tables past the step's count stop (their clients leave).
+down, the tables past the step's count stop (their clients leave). No
+step is begun that would end more than --budget seconds (300) after the
+first began: the bench at its defaults takes about 5 minutes.
 
 Printed per step and for the most tables held: commands/s, p50/p99,
 the server's CPU per command and its CPU % (from /proc: every worker with
@@ -493,15 +495,33 @@ def print_step(r: dict[str, Any], header: bool = False) -> None:
 
 
 def ramp(bench: Bench, ns: argparse.Namespace) -> list[dict[str, Any]]:
-    """Double while a step holds, then bisect --bisect times."""
+    """Double while a step holds, then bisect --bisect times; no step is
+    begun that would end past --budget seconds from the start (its
+    setup's time guessed from the previous step's, per table added)."""
     steps: list[dict[str, Any]] = []
     good, bad = 0, None
-    n = ns.start_tables
-    while True:
+    deadline = time.perf_counter() + ns.budget
+
+    def affordable(n: int) -> bool:
+        if not steps:
+            return True
+        last = steps[-1]
+        added = max(0, n - max(s["tables"] for s in steps))
+        setup = last["setup_s"] / max(last["tables"], 1) * added
+        ok = time.perf_counter() + setup + ns.warmup + ns.step_seconds + 5 < deadline
+        if not ok:
+            print(f"(--budget {ns.budget:g} s reached: {n} tables not tried)")
+        return ok
+
+    def run(n: int) -> dict[str, Any]:
         r = bench.step(n, ns)
         steps.append(r)
         print_step(r, header=len(steps) == 1)
-        if r["holds"]:
+        return r
+
+    n = ns.start_tables
+    while affordable(n):
+        if run(n)["holds"]:
             good = n
             if n >= ns.max_tables:
                 break
@@ -513,10 +533,9 @@ def ramp(bench: Bench, ns: argparse.Namespace) -> list[dict[str, Any]]:
         if bad is None or bad - good <= max(2, good // 20):
             break
         n = (good + bad) // 2
-        r = bench.step(n, ns)
-        steps.append(r)
-        print_step(r)
-        if r["holds"]:
+        if not affordable(n):
+            break
+        if run(n)["holds"]:
             good = n
         else:
             bad = n
@@ -536,6 +555,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1, help="the server's --workers (1: plain)")
     ap.add_argument("--storage", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--tree", help="another tree's server (its own code, started in it)")
+    ap.add_argument(
+        "--budget", type=float, default=300.0, help="seconds: no step begun that would end later"
+    )
     ns = ap.parse_args()
     ns.tree = os.path.abspath(ns.tree) if ns.tree else None
     ns.max_tables = max(1, min(ns.max_tables, MAX_TABLES))
@@ -544,6 +566,7 @@ def main() -> None:
     ns.warmup = max(0.0, min(ns.warmup, 60.0))
     ns.bisect = max(0, min(ns.bisect, 6))
     ns.drivers = max(1, min(ns.drivers, 8))
+    ns.budget = max(30.0, min(ns.budget, 3600.0))
     ns.workers = max(1, min(ns.workers, 16))
     fds = raise_fd_limit()
     print(
