@@ -31,7 +31,6 @@ import contextlib
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +39,8 @@ import msgpack
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
-from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct, start
+from bench.harness import start_tree
+from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct
 from sync_server.wire import protocol
 
 B_VERSIONS = 1200
@@ -212,17 +212,6 @@ async def measure(
     reader.cancel()
     await ws.close()
     return latencies
-
-
-def start_tree(data: str, tree: str | None = None) -> tuple[subprocess.Popen[str], str]:
-    """A server of this tree (or `tree`'s: its own code, started in it) on
-    the data directory `data`, default settings: its process and URL."""
-    env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN}
-    if tree is not None:
-        env["PYTHONPATH"] = tree
-    log = os.path.join(data, "server.log")
-    args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data]
-    return start(args, r"listening on (ws://\S+)", env, log, cwd=tree)
 
 
 def one_run(seconds: float, loads: tuple[str, ...], tree: str | None = None) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """Load benchmark: vtt-sync side by side with a bare websockets relay.
 
-    python -m bench.server_bench [--rooms 20] [--clients 8] [--seconds 4] [--runs 3]
+    python -m bench.server_bench [--rooms 20] [--clients 8[,32...]] [--seconds 4] [--runs 3]
                                  [--views] [--affordances]
 
 Starts each server in its own process (vtt-sync on a fresh data directory,
@@ -10,6 +10,10 @@ closed loop (damage, heal, end_turn, advance_clock). Reports commands/s, the
 latency from a command's send to its patch at every client of the room (p50,
 p99), and the server's CPU time per command (from /proc), each with its
 ratio to the relay. Medians of --runs runs. Loopback only, bounded in time.
+
+--clients 8,32 runs each room size (every size and server once a round,
+interleaved) and prints each size's table; with --affordances each size's
+affordance share of a command's server CPU, (with - without) / with.
 """
 
 from __future__ import annotations
@@ -366,16 +370,21 @@ def pct(values: list[float], q: float) -> float:
 GC_PROBE = os.path.join(HERE, "gc_probe")
 
 
-def longest_gc_pass(log: str, began: float, ended: float) -> float:
-    """The longest pass of the collector (seconds) while the load ran, from
-    the probe's log (none: 0; the relay's, and passes at start-up and
-    shutdown, are not counted)."""
+def gc_passes(log: str, began: float, ended: float) -> list[tuple[int, float]]:
+    """The collector's passes while the load ran, (generation, seconds),
+    from the probe's log (passes at start-up and shutdown not counted)."""
     try:
         with open(log) as f:
             rows = [line.split() for line in f]
     except FileNotFoundError:
-        return 0.0
-    return max((float(took) for at, _, took in rows if began <= float(at) <= ended), default=0.0)
+        return []
+    return [(int(gen), float(took)) for at, gen, took in rows if began <= float(at) <= ended]
+
+
+def longest_gc_pass(log: str, began: float, ended: float) -> float:
+    """The longest pass of the collector (seconds) while the load ran (none,
+    or the relay's: 0)."""
+    return max((took for _, took in gc_passes(log, began, ended)), default=0.0)
 
 
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
@@ -463,20 +472,39 @@ ROWS = {
 }
 
 
-def load_options(doc: str | None) -> argparse.ArgumentParser:
-    """The load's options, shared by the benchmarks that drive rooms."""
+def load_options(doc: str | None, sizes: bool = False) -> argparse.ArgumentParser:
+    """The load's options, shared by the benchmarks that drive rooms
+    (`sizes`: --clients takes a list, e.g. 8,32, each size run in turn)."""
     ap = argparse.ArgumentParser(
         description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--rooms", type=int, default=20)
-    ap.add_argument("--clients", type=int, default=8)
+    if sizes:
+        ap.add_argument("--clients", default="8", help="clients per room, or a list: 8,32")
+    else:
+        ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--runs", type=int, default=3)
     return ap
 
 
+def parse_trees(spec: str | None) -> dict[str, str]:
+    """`--base NAME=PATH,NAME=PATH` (or one bare PATH): the trees to run, in
+    order, absolute; a nameless first is `today`, later ones `base1`, ..."""
+    trees = {}
+    for i, item in enumerate(filter(None, (spec or "").split(","))):
+        name, _, path = item.rpartition("=")
+        trees[name or ("today" if i == 0 else f"base{i}")] = os.path.abspath(path)
+    return trees
+
+
+# Clients per room: each is a connection to the server and one to this
+# process (64 rooms' worth of a big table stays far below the fd limit).
+MAX_CLIENTS = 64
+
+
 def main() -> None:
-    ap = load_options(__doc__)
+    ap = load_options(__doc__, sizes=True)
     ap.add_argument("--synchronous", default="FULL", help="vtt-sync's SQLite synchronous pragma")
     ap.add_argument("--only", choices=("relay", "vtt-sync"), help="run one side only")
     ap.add_argument(
@@ -526,13 +554,11 @@ def main() -> None:
         "as `fast`, and print its ratios",
     )
     ns = ap.parse_args()
-    ns.rooms, ns.clients = min(ns.rooms, 200), max(2, min(ns.clients, 64))
+    sizes = [max(2, min(int(c), MAX_CLIENTS)) for c in ns.clients.split(",")]
+    ns.rooms = min(ns.rooms, 200)
     ns.seconds, ns.runs = min(ns.seconds, 60.0), min(ns.runs, 20)
     kinds = [ns.only] if ns.only else ["relay", "vtt-sync"]
-    ns.trees = {}
-    for i, item in enumerate(filter(None, (ns.base or "").split(","))):
-        name, _, path = item.rpartition("=")
-        ns.trees[name or ("today" if i == 0 else f"base{i}")] = os.path.abspath(path)
+    ns.trees = parse_trees(ns.base)
     if ns.base:
         kinds = [*ns.trees, "vtt-sync"] if ns.only else ["relay", *ns.trees, "vtt-sync"]
     if ns.fast:
@@ -541,10 +567,48 @@ def main() -> None:
         kinds.append("secrets")
     if ns.affordances:
         kinds.append("no-affordances")
-    results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
-    for _ in range(ns.runs):
-        for kind in kinds:
-            results[kind].append(one_run(kind, ns))
+    results: dict[int, dict[str, list[dict[str, float]]]] = {
+        c: {k: [] for k in kinds} for c in sizes
+    }
+    for _ in range(ns.runs):  # every size and kind once a round: interleaved
+        for c in sizes:
+            for kind in kinds:
+                results[c][kind].append(
+                    one_run(kind, argparse.Namespace(**{**vars(ns), "clients": c}))
+                )
+    for i, c in enumerate(sizes):
+        if i:
+            print()
+        report(argparse.Namespace(**{**vars(ns), "clients": c}), kinds, results[c])
+    if ns.affordances and len(sizes) > 1 and "vtt-sync" in kinds:
+        print("\naffordance share of a command's server CPU, (with - without) / with:")
+        for c in sizes:
+            print(f"{c:4} clients a room: {affordance_share(results[c])}")
+
+
+def affordance_share(results: dict[str, list[dict[str, float]]]) -> str:
+    """The share of a command's CPU the affordances cost, from the medians,
+    and round by round (each round's pair ran one after the other)."""
+    with_, without = results["vtt-sync"], results["no-affordances"]
+
+    def share(w: float, wo: float) -> float:
+        return (w - wo) / w if w else float("nan")
+
+    med = share(*(statistics.median(r["cpu_us_per_cmd"] for r in rs) for rs in (with_, without)))
+    rounds = [
+        share(w["cpu_us_per_cmd"], wo["cpu_us_per_cmd"])
+        for w, wo in zip(with_, without, strict=True)
+    ]
+    per_round = " ".join(f"{x:.0%}" for x in rounds)
+    return (
+        f"{med:.1%} of the medians; per round {per_round} (median {statistics.median(rounds):.1%})"
+    )
+
+
+def report(
+    ns: argparse.Namespace, kinds: list[str], results: dict[str, list[dict[str, float]]]
+) -> None:
+    """One size's table (and comparisons), as the bench always printed it."""
     med = {
         k: {f: statistics.median(r[f] for r in runs) for f in runs[0]}
         for k, runs in results.items()
@@ -553,18 +617,19 @@ def main() -> None:
         f"{ns.rooms} rooms x {ns.clients} clients, {ns.seconds:g} s/run, median of {ns.runs} runs;"
         f" vtt-sync synchronous={ns.synchronous}"
     )
+    w = max(12, *(len(k) + 2 for k in kinds))  # a column per server: its name fits
     if ns.base:
         today = next(iter(ns.trees))
         mine = [k for k in ("vtt-sync", "fast") if k in med]
         print(
             f"{'':20}"
-            + "".join(f"{k:>12}" for k in kinds)
+            + "".join(f"{k:>{w}}" for k in kinds)
             + "".join(f"{k + '/' + today:>15}" for k in mine)
         )
         for field, (label, _) in ROWS.items():
             a = med[today][field]
             ratios = "".join(f"{med[k][field] / a:14.2f}x" if a else f"{'-':>15}" for k in mine)
-            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds) + ratios)
+            print(f"{label:20}" + "".join(f"{med[k][field]:{w}.2f}" for k in kinds) + ratios)
         if ns.runs > 1:  # the spread: the ratio round by round (interleaved pairs)
             for k in mine:
                 pairs = [
@@ -579,15 +644,16 @@ def main() -> None:
             ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
             print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
     else:  # one side only (--only): its columns, no ratio to the relay
-        print(f"{'':20}" + "".join(f"{k:>12}" for k in kinds))
+        print(f"{'':20}" + "".join(f"{k:>{w}}" for k in kinds))
         for field, (label, _) in ROWS.items():
-            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds))
+            print(f"{label:20}" + "".join(f"{med[k][field]:{w}.2f}" for k in kinds))
     if ns.fast and "vtt-sync" in med and not ns.base:
         title = "the fast transport (picows, uvloop), to the same load on websockets:"
         compare(med, title, ("websockets", "vtt-sync"), ("picows", "fast"))
     if ns.affordances and "vtt-sync" in med:
         title = "what each viewer may do (affordances) kept current, to the same load without:"
         compare(med, title, ("without", "no-affordances"), ("with", "vtt-sync"))
+        print(f"affordance share of a command's CPU: {affordance_share(results)}")
     if ns.views and "vtt-sync" in med:  # (--only relay has no vtt-sync to compare with)
         title = "with one `status` NPC per room (views), to the same load without secrets:"
         compare(med, title, ("no secrets", "vtt-sync"), ("secrets", "secrets"))
