@@ -54,9 +54,12 @@ def afford_diff(
     if old is new:
         return []
     ops: list[Any] = []
-    for part in ("room", "undo"):
-        if old[part] is not new[part]:
-            ops += rules.diff(old[part], new[part], (AFFORDANCES, part))
+    if old["room"] is not new["room"]:
+        ops += rules.diff(old["room"], new["room"], (AFFORDANCES, "room"))
+    if old["undo"] is not new["undo"] and old["undo"] != new["undo"]:
+        # What an undo would revert (the GM's moves at nearly every
+        # command): one op, whole, rather than a diff of its few keys.
+        ops.append(["set", [AFFORDANCES, "undo"], new["undo"]])
     before, after = old["chars"], new["chars"]
     if before is not after:
         if len(after) * 2 < len(before):
