@@ -133,9 +133,14 @@ def _undo_of(table: RuleTable, actor: Actor, undo: UndoEntry | None) -> dict[str
     if not actor.is_gm:
         undo = None  # refused whatever the log holds (authorize_undo)
     found = table.undos.get(actor.role)
-    if found is None or (found[0] is not undo and found[0] != undo):
-        found = table.undos[actor.role] = (undo, _undo(actor, undo))
-    return found[1]
+    if found is not None and (found[0] is undo or (undo is not None and found[0] == undo)):
+        return found[1]
+    if found is not None and undo is not None and found[0] is not None and "why" not in found[1]:
+        told = undo.to_dict()  # authorize_undo let this role undo before: it reads the role only
+    else:
+        told = _undo(actor, undo)
+    table.undos[actor.role] = (undo, told)
+    return told
 
 
 def _undo(actor: Actor, undo: UndoEntry | None) -> dict[str, Any]:

@@ -232,7 +232,6 @@ class SubjectOffer(_Offer):
         fixed = {self.arg: c.id}
         a = {**self.defaults, self.arg: c.id}
         facts = table.facts
-        assert facts is not None
         try:
             check_alive(op, c)
             for test in self.at_all:
@@ -302,7 +301,6 @@ class RoomOffer(_Offer):
     def rule(self, table: RuleTable, room: Room) -> Entry:
         op = self.op
         facts = table.facts
-        assert facts is not None
         a = self.defaults
         why = _refusal(self.at_all, facts, a)
         if op.bounds is not None and why is None:

@@ -66,8 +66,9 @@ class RuleTable:
     adapted: dict[Any, tuple[Any, ...]] = attrs.Factory(dict)
     # What the last call saw, to tell what changed since.
     room: Room | None = None
-    # What the checks read of it, as `JUDGE` (with the healers kept here).
-    facts: Facts | None = None
+    # What the checks read of it, as `JUDGE` (with the healers kept here):
+    # made when an entry is worked out (`facts`), not at every call.
+    _facts: Facts | None = None
     chars: dict[str, Character] = attrs.Factory(dict)
     users: Any = None
     users_generation: int = 0
@@ -128,6 +129,15 @@ class RuleTable:
         last call's changes, so their next call works everything out."""
         for kept in (self.last, self.seen, self.room_reads, self.redone):
             kept.pop(user, None)
+
+    @property
+    def facts(self) -> Facts:
+        """What the checks read of the room the last call saw, as `JUDGE`."""
+        found = self._facts
+        if found is None or found.room is not self.room:
+            assert self.room is not None
+            found = self._facts = Facts(self.room, JUDGE, self.healers)
+        return found
 
     @property
     def healers(self) -> Collection[str]:
@@ -251,7 +261,6 @@ class RuleTable:
                     partial |= set(old_order) ^ set(new_order)  # R4: in the combat or not
         self.combat = now
         self.room = room
-        self.facts = Facts(room, JUDGE, self.healers)
         self.dirty = dirty
         self.partial = set() if dirty is None else partial - dirty
         room_before, self.room_now = self.room_now, self.room_key(room)
