@@ -262,6 +262,22 @@ def _affordances(
     table.seen[viewer.user] = seen_ids
     scan = _Scan(room, actor, seen_ids, table)
     rooms, per_char, owners_only, combat_ops = _ops_for(table, actor)
+    if dirty is None and owners_only:
+        # A player may send nothing for a character that neither they nor
+        # its healer's owner own (see below): only those are worked out (98
+        # players owning two patients each, each one's snapshot after a
+        # century: two characters, not the room's 197).
+        everyone = room.characters
+        redo = [
+            c
+            for c in redo
+            if c.owner == actor.user
+            or (
+                c.healer is not None
+                and (healer := everyone.get(c.healer)) is not None
+                and healer.owner == actor.user
+            )
+        ]
     before = last["chars"] if last is not None else {}
     chars = {} if dirty is None else before
     if dirty is None:
