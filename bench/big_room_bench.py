@@ -1,7 +1,7 @@
 """Big rooms (issue 36): a century of clock and its undo where many view
 classes or many patients are concerned.
 
-    python -m bench.big_room_bench [--cycles 5] [--long-cycles 44] [--runs 1]
+    python -m bench.big_room_bench [--cycles 10] [--long-cycles 44] [--runs 1]
                                    [--scenario both|classes|ward]
                                    [--base NAME=PATH,NAME=PATH]
 
@@ -13,9 +13,13 @@ loopback, three rooms built by ordinary commands:
   healer of the GM's: 98 views and view classes of their own). The GM
   advances the clock by a century (100 years, the largest `advance_clock`
   takes: every patient's eight hourly checks, then it wakes) and undoes
-  it, --cycles times; printed: each command's
-  answer time at the GM (send to ack), median and max. Meanwhile a quiet
-  room's GM sends 1-second advances in a closed loop: its p99.
+  it, --cycles times; printed: each command's answer time at the GM (send
+  to ack), median and max. Meanwhile a quiet room's GM sends 1-second
+  advances in a closed loop: its p99. Before the cycles, 40 ordinary
+  commands of the GM (its healer damaged and healed by 1: no player's
+  answer changes), alone on the server: their answer time and the
+  server's CPU per command (what "work grows with the classes whose
+  answers change" is about).
 - `ward` (b): 199 stable patients of the GM's (`status`), one healer, 96
   observers connected; --long-cycles century advances and undos in a row:
   the wall time to the last ack, and to the last observer having the last
@@ -33,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -41,6 +44,7 @@ import time
 from typing import Any
 
 from bench.harness import (
+    Helper,
     Reader,
     close_peer,
     open_peer,
@@ -49,12 +53,13 @@ from bench.harness import (
     stop_server,
 )
 from bench.isolation_bench import CENTURY
-from bench.server_bench import ADMIN_TOKEN, SHEET, parse_trees, pct
+from bench.server_bench import ADMIN_TOKEN, SHEET, cpu_seconds, parse_trees, pct
 
 PLAYERS = 98  # (a): each with a view class of their own
 PATIENTS_PER_PLAYER = 2  # (a): 196 tended patients
 WARD_PATIENTS = 199  # (b): with the healer, the rules' 200 characters
 OBSERVERS = 96  # (b)
+ORDINARY = 40  # (a): the GM's ordinary commands, before the cycles
 ISSUE_CYCLES = 44  # (b): the issue's figure (74 s on main before issue 36)
 MAX_CYCLES = 200
 
@@ -166,31 +171,6 @@ def quiet_process(url: str, token: str, conn: Any) -> None:
     asyncio.run(run())
 
 
-class Helper:
-    """A child process (spawned: a fresh interpreter and event loop) and
-    the pipe to it."""
-
-    def __init__(self, target: Any, *args: Any) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=target, args=(*args, child), daemon=True)
-        self.proc.start()
-
-    def wait_ready(self, timeout: float = 120.0) -> None:
-        if not self.conn.poll(timeout) or self.conn.recv() != "ready":
-            raise RuntimeError("a helper process did not get ready")
-
-    def finish(self, timeout: float = 120.0) -> Any:
-        self.conn.send("stop")
-        if not self.conn.poll(timeout):
-            raise RuntimeError("a helper process did not answer")
-        out = self.conn.recv()
-        self.proc.join(10)
-        if self.proc.is_alive():
-            self.proc.kill()
-        return out
-
-
 async def cycles(
     url: str, room: str, token: str, n: int, budget: float
 ) -> list[tuple[float, float]]:
@@ -213,16 +193,41 @@ async def cycles(
     return out
 
 
-def run_classes(url: str, tokens: dict[str, Any], ns: argparse.Namespace) -> dict[str, float]:
+async def ordinary(url: str, token: str, pid: int, n: int) -> tuple[list[float], float]:
+    """The GM's ordinary commands in the big room (the GM's healer damaged
+    and healed by 1 in turn: no player's answer changes): their answer
+    times, s, and the server's CPU per command, s."""
+    gm, reader = await open_peer(url, token, "classes")
+    times = []
+    cpu0 = cpu_seconds(pid)
+    for i in range(n):
+        op = "damage" if i % 2 == 0 else "heal"
+        t0 = time.perf_counter()
+        reply = await gm.command(f"ord-{i}", op, {"char": "healer", "amount": 1})
+        times.append(time.perf_counter() - t0)
+        if reply["t"] != "ack":
+            raise RuntimeError(f"an ordinary command refused: {reply}")
+    await asyncio.sleep(0.2)  # its patches sent
+    cpu = (cpu_seconds(pid) - cpu0) / n
+    await close_peer(gm, reader)
+    return times, cpu
+
+
+def run_classes(
+    url: str, pid: int, tokens: dict[str, Any], ns: argparse.Namespace
+) -> dict[str, float]:
     readers = Helper(readers_process, url, "classes", tokens["classes"]["readers"])
-    quiet = Helper(quiet_process, url, tokens["quiet"])
     readers.wait_ready()
+    plain, cpu = asyncio.run(ordinary(url, tokens["classes"]["gm"], pid, ORDINARY))
+    quiet = Helper(quiet_process, url, tokens["quiet"])
     quiet.wait_ready()
     times = asyncio.run(cycles(url, "classes", tokens["classes"]["gm"], ns.cycles, ns.max_seconds))
     q = quiet.finish()
     readers.finish()
     adv, undo = [a for a, _ in times], [u for _, u in times]
     return {
+        "ordinary_med_ms": statistics.median(plain) * 1e3,
+        "ordinary_cpu_ms": cpu * 1e3,
         "cycles": len(times),
         "advance_med_ms": statistics.median(adv) * 1e3,
         "advance_max_ms": max(adv) * 1e3,
@@ -262,7 +267,7 @@ def one_run(tree: str | None, ns: argparse.Namespace) -> dict[str, dict[str, flo
             took = time.perf_counter() - t0
             out = {"setup": {"s": took, "per_cmd_ms": took / tokens["commands"] * 1e3}}
             if "classes" in ns.scenarios:
-                out["classes"] = run_classes(url, tokens, ns)
+                out["classes"] = run_classes(url, proc.pid, tokens, ns)
             if "ward" in ns.scenarios:
                 out["ward"] = run_ward(url, tokens, ns)
             return out
@@ -272,6 +277,8 @@ def one_run(tree: str | None, ns: argparse.Namespace) -> dict[str, dict[str, flo
 
 ROWS = {
     "classes": (
+        ("ordinary_med_ms", "ordinary command: ack ms, median"),
+        ("ordinary_cpu_ms", "ordinary command: server CPU ms"),
         ("cycles", "cycles run"),
         ("advance_med_ms", "century: GM's ack ms, median"),
         ("advance_max_ms", "century: max"),
@@ -317,7 +324,7 @@ def report(runs: dict[str, list[dict[str, dict[str, float]]]]) -> None:
             continue
         print(f"\n{TITLES[part]}")
         print(
-            f"{'':32}"
+            f"{'':36}"
             + "".join(f"{n:>12}" for n in names)
             + "".join(f"{n + '/' + first:>16}" for n in ratio_cols)
         )
@@ -328,14 +335,14 @@ def report(runs: dict[str, list[dict[str, dict[str, float]]]]) -> None:
                 f"{med[n][part][key] / a:15.2f}x" if a and key != "cycles" else f"{'':16}"
                 for n in ratio_cols
             )
-            print(f"{label:32}{cells}{ratios}")
+            print(f"{label:36}{cells}{ratios}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--cycles", type=int, default=5, help="(a): century+undo cycles")
+    ap.add_argument("--cycles", type=int, default=10, help="(a): century+undo cycles")
     ap.add_argument(
         "--long-cycles", type=int, default=ISSUE_CYCLES, help="(b): century+undo cycles"
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import subprocess
 import time
@@ -28,8 +29,8 @@ def start_tree(
     this interpreter's packages) on the data directory `data`, default
     settings plus `extra` arguments: its process and URL."""
     env = {**os.environ, "VTT_SYNC_ADMIN_TOKEN": ADMIN_TOKEN, **(env or {})}
-    if tree is not None:
-        env["PYTHONPATH"] = tree
+    if tree is not None:  # first on the path, before any probe given in `env`
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (tree, env.get("PYTHONPATH"))))
     log = os.path.join(data, "server.log")
     args = ["-m", "sync_server", "serve", "--port", "0", "--data-dir", data, *extra]
     return start(args, r"listening on (ws://[^\s\"]+)", env, log, cwd=tree)
@@ -99,6 +100,31 @@ class Reader:
         finally:
             with contextlib.suppress(Exception):
                 await ws.close()
+
+
+class Helper:
+    """A child process (spawned: a fresh interpreter and event loop) and
+    the pipe to it."""
+
+    def __init__(self, target: Any, *args: Any) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=target, args=(*args, child), daemon=True)
+        self.proc.start()
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        if not self.conn.poll(timeout) or self.conn.recv() != "ready":
+            raise RuntimeError("a helper process did not get ready")
+
+    def finish(self, timeout: float = 120.0) -> Any:
+        self.conn.send("stop")
+        if not self.conn.poll(timeout):
+            raise RuntimeError("a helper process did not answer")
+        out = self.conn.recv()
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+        return out
 
 
 def rss_kb(pid: int | Sequence[int]) -> int:

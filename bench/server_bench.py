@@ -370,16 +370,21 @@ def pct(values: list[float], q: float) -> float:
 GC_PROBE = os.path.join(HERE, "gc_probe")
 
 
-def longest_gc_pass(log: str, began: float, ended: float) -> float:
-    """The longest pass of the collector (seconds) while the load ran, from
-    the probe's log (none: 0; the relay's, and passes at start-up and
-    shutdown, are not counted)."""
+def gc_passes(log: str, began: float, ended: float) -> list[tuple[int, float]]:
+    """The collector's passes while the load ran, (generation, seconds),
+    from the probe's log (passes at start-up and shutdown not counted)."""
     try:
         with open(log) as f:
             rows = [line.split() for line in f]
     except FileNotFoundError:
-        return 0.0
-    return max((float(took) for at, _, took in rows if began <= float(at) <= ended), default=0.0)
+        return []
+    return [(int(gen), float(took)) for at, gen, took in rows if began <= float(at) <= ended]
+
+
+def longest_gc_pass(log: str, began: float, ended: float) -> float:
+    """The longest pass of the collector (seconds) while the load ran (none,
+    or the relay's: 0)."""
+    return max((took for _, took in gc_passes(log, began, ended)), default=0.0)
 
 
 def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
@@ -612,18 +617,19 @@ def report(
         f"{ns.rooms} rooms x {ns.clients} clients, {ns.seconds:g} s/run, median of {ns.runs} runs;"
         f" vtt-sync synchronous={ns.synchronous}"
     )
+    w = max(12, *(len(k) + 2 for k in kinds))  # a column per server: its name fits
     if ns.base:
         today = next(iter(ns.trees))
         mine = [k for k in ("vtt-sync", "fast") if k in med]
         print(
             f"{'':20}"
-            + "".join(f"{k:>12}" for k in kinds)
+            + "".join(f"{k:>{w}}" for k in kinds)
             + "".join(f"{k + '/' + today:>15}" for k in mine)
         )
         for field, (label, _) in ROWS.items():
             a = med[today][field]
             ratios = "".join(f"{med[k][field] / a:14.2f}x" if a else f"{'-':>15}" for k in mine)
-            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds) + ratios)
+            print(f"{label:20}" + "".join(f"{med[k][field]:{w}.2f}" for k in kinds) + ratios)
         if ns.runs > 1:  # the spread: the ratio round by round (interleaved pairs)
             for k in mine:
                 pairs = [
@@ -638,9 +644,9 @@ def report(
             ratio = f"{b / a:9.2f}x" if a else f"{'-':>10}"
             print(f"{label:20}{a:12.2f}{b:12.2f}{ratio}   {target}")
     else:  # one side only (--only): its columns, no ratio to the relay
-        print(f"{'':20}" + "".join(f"{k:>12}" for k in kinds))
+        print(f"{'':20}" + "".join(f"{k:>{w}}" for k in kinds))
         for field, (label, _) in ROWS.items():
-            print(f"{label:20}" + "".join(f"{med[k][field]:12.2f}" for k in kinds))
+            print(f"{label:20}" + "".join(f"{med[k][field]:{w}.2f}" for k in kinds))
     if ns.fast and "vtt-sync" in med and not ns.base:
         title = "the fast transport (picows, uvloop), to the same load on websockets:"
         compare(med, title, ("websockets", "vtt-sync"), ("picows", "fast"))
