@@ -20,7 +20,9 @@ from rules.affordances import (
     RuleTable,
     UndoEntry,
     affordances,
+    affordances_begin,
     affordances_for,
+    affordances_of,
     nothing_to_undo,
 )
 from rules.dice import Dice, ScriptedDice, SeededDice, ServerDice
@@ -80,7 +82,9 @@ __all__ = [
     "UnknownOp",
     "Viewer",
     "affordances",
+    "affordances_begin",
     "affordances_for",
+    "affordances_of",
     "apply",
     "applied",
     "apply_ops",

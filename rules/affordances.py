@@ -54,7 +54,9 @@ __all__ = [
     "RuleTable",
     "UndoEntry",
     "affordances",
+    "affordances_begin",
     "affordances_for",
+    "affordances_of",
     "nothing_to_undo",
 ]
 
@@ -85,8 +87,9 @@ def nothing_to_undo() -> Conflict:
 
 def _ops_for(table: RuleTable, actor: Actor) -> Any:
     """The room ops the actor's role may send (authorize_role), the ops
-    acting for one character, and whether every one of those is an owner's
-    (a player's: see `_affordances`); kept in the table by role."""
+    acting for one character, whether every one of those is an owner's
+    (a player's: see `_affordances`), and those that read the combat; kept
+    in the table by role."""
     found = table.role_ops.get(actor.role)
     if found is None:
         allowed = [op for op in OPS if _role_allows(table, actor, op)]
@@ -95,8 +98,18 @@ def _ops_for(table: RuleTable, actor: Actor) -> Any:
         owners_only = not actor.is_gm and all(
             OPS[op].role in (OWNER_OR_GM, UNTEND) for op, _ in per_char
         )
-        found = table.role_ops[actor.role] = (rooms, per_char, owners_only)
+        # ...and those whose checks read the combat (T1, R4: what a turn
+        # changes, `RuleTable.partial`).
+        combat = [(op, offer) for op, offer in per_char if offer.reads_combat]
+        found = table.role_ops[actor.role] = (rooms, per_char, owners_only, combat)
     return found
+
+
+def _players_own_only() -> bool:
+    """Whether every op a player may send for a character is an owner's
+    (OWNER_OR_GM or UNTEND): then a change to a character concerns only the
+    players owning it or its healer (`affordances_begin`)."""
+    return bool(_ops_for(RuleTable(), Actor("", "player"))[2])
 
 
 def _role_allows(table: RuleTable, actor: Actor, op: str) -> bool:
@@ -120,9 +133,14 @@ def _undo_of(table: RuleTable, actor: Actor, undo: UndoEntry | None) -> dict[str
     if not actor.is_gm:
         undo = None  # refused whatever the log holds (authorize_undo)
     found = table.undos.get(actor.role)
-    if found is None or (found[0] is not undo and found[0] != undo):
-        found = table.undos[actor.role] = (undo, _undo(actor, undo))
-    return found[1]
+    if found is not None and (found[0] is undo or (undo is not None and found[0] == undo)):
+        return found[1]
+    if found is not None and undo is not None and found[0] is not None and "why" not in found[1]:
+        told = undo.to_dict()  # authorize_undo let this role undo before: it reads the role only
+    else:
+        told = _undo(actor, undo)
+    table.undos[actor.role] = (undo, told)
+    return told
 
 
 def _undo(actor: Actor, undo: UndoEntry | None) -> dict[str, Any]:
@@ -166,6 +184,30 @@ def affordances_for(
     table = RuleTable() if table is None else table
     table.begin(room, touched)
     return [_affordances(room, viewer, undo, table) for viewer in viewers]
+
+
+def affordances_begin(
+    room: Room, table: RuleTable, touched: tuple[Room, Collection[str]] | None = None
+) -> frozenset[str | None] | None:
+    """`affordances_for` in steps, for a caller that keeps many viewers'
+    answers current and asks only for those that may change: `table`
+    begins a call on `room` (`touched` as there), then `affordances_of`
+    gives each viewer asked for. Returns the players whose answers may
+    differ from the table's last ones (`RuleTable.concerned`: those owning
+    a character whose entries may change, or its healer), or None when any
+    viewer's may. Every other player's answer is their last one, the very
+    same object, and a GM's differs at most by its undo: such a viewer
+    need not be asked."""
+    table.begin(room, touched)
+    return table.concerned if PLAYERS_OWN_ONLY else None
+
+
+def affordances_of(
+    room: Room, viewer: Viewer, undo: UndoEntry | None, table: RuleTable
+) -> dict[str, Any]:
+    """One viewer's affordances in the `room` the table began a call on
+    (`affordances_begin`)."""
+    return _affordances(room, viewer, undo, table)
 
 
 def _affordances(
@@ -219,25 +261,44 @@ def _affordances(
         redo = [room.characters[cid] for cid in dirty if cid in seen_ids]
     table.seen[viewer.user] = seen_ids
     scan = _Scan(room, actor, seen_ids, table)
-    rooms, per_char, owners_only = _ops_for(table, actor)
+    rooms, per_char, owners_only, combat_ops = _ops_for(table, actor)
+    if dirty is None and owners_only:
+        # A player may send nothing for a character that neither they nor
+        # its healer's owner own (see below): only those are worked out (98
+        # players owning two patients each, each one's snapshot after a
+        # century: two characters, not the room's 197).
+        everyone = room.characters
+        redo = [
+            c
+            for c in redo
+            if c.owner == actor.user
+            or (
+                c.healer is not None
+                and (healer := everyone.get(c.healer)) is not None
+                and healer.owner == actor.user
+            )
+        ]
     before = last["chars"] if last is not None else {}
     chars = {} if dirty is None else before
     if dirty is None:
         table.redone[viewer.user] = None
     else:
-        table.redone[viewer.user] = dirty | table.partial
+        table.redone[viewer.user] = dirty | table.partial if table.partial else dirty
         for cid in table.partial:
             old = before.get(cid)
             if old is None or cid not in seen_ids:
                 continue  # nothing this viewer may send for them
             c = room.characters[cid]
-            turned = dict(old)
-            for op, offer in per_char:
-                if offer.reads_combat and op in old:
+            turned = old
+            for op, offer in combat_ops:
+                was = old.get(op)
+                if was is not None:
                     entry = offer.one(scan, c)
-                    if entry is not None:
+                    # (an entry is the same object while equal: RuleTable.entry)
+                    if entry is not None and entry is not was:
+                        if turned is old:
+                            turned = dict(old)
                         turned[op] = entry
-            turned = _same(old, turned)
             if turned is not old:
                 if chars is before:
                     chars = dict(before)
@@ -312,6 +373,11 @@ def _affordances(
         }
     table.last[viewer.user] = out
     return out
+
+
+# Checked once, from the ops' declarations: a new op a player may send for
+# someone else's character turns the shortcut off, not the answers wrong.
+PLAYERS_OWN_ONLY = _players_own_only()
 
 
 def _same(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:

@@ -340,6 +340,14 @@ class Room:
             users = old_dict["users"]
         else:
             users = {uid: u.to_dict() for uid, u in self.users.items()}
+        # Equal to the old ones (nearly every command): the very objects,
+        # which `diff` skips at once.
+        initiative = old_dict.get("initiative")
+        if initiative is None or initiative != self.initiative:
+            initiative = dict(self.initiative)
+        queued = old_dict.get("queued_rolls")
+        if queued is None or queued != self.queued_rolls:
+            queued = list(self.queued_rolls)
         return {
             "room": self.room,
             "name": self.name,
@@ -347,8 +355,8 @@ class Room:
             "round_seconds": self.round_seconds,
             "combat": combat,
             "skip_dead": self.skip_dead,
-            "initiative": dict(self.initiative),
-            "queued_rolls": list(self.queued_rolls),
+            "initiative": initiative,
+            "queued_rolls": queued,
             "users": users,
             "characters": chars,
             "next_seq": self.next_seq,

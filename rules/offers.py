@@ -25,8 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 from rules.context import Actor
 from rules.engine import OPS, authorize, check_alive
 from rules.errors import Refused
@@ -43,15 +41,20 @@ Entry = dict[str, Any]
 Test = Callable[[Facts, Args], None]
 
 
-@attrs.frozen
 class _Scan:
     """One viewer's inputs: the room, the acting user, what they see, and
-    the rule table shared by every viewer of this room version."""
+    the rule table shared by every viewer of this room version. (A plain
+    class: one is made per viewer asked, at every command.)"""
 
-    room: Room
-    actor: Actor
-    seen_ids: frozenset[str]  # the characters the viewer sees
-    rules: RuleTable
+    __slots__ = ("actor", "room", "rules", "seen_ids")
+
+    def __init__(
+        self, room: Room, actor: Actor, seen_ids: frozenset[str], rules: RuleTable
+    ) -> None:
+        self.room = room
+        self.actor = actor
+        self.seen_ids = seen_ids  # the characters the viewer sees
+        self.rules = rules
 
     @property
     def all_seeing(self) -> bool:
@@ -75,11 +78,20 @@ class _Scan:
         if self.all_seeing:
             return entry
         key = (self.actor.user, op, cid)
-        found = self.rules.adapted.get(key)
-        if found is not None and found[0] is entry and found[1] is self.seen_ids:
-            return found[2]
+        adapted = self.rules.adapted
+        found = adapted.get(key)
+        seen = self.seen_ids
+        if found is not None:
+            if found[0] is entry and found[1] is seen:
+                return found[2]  # type: ignore[no-any-return]
+            if found[3] is entry and found[4] is seen:  # the one before (T1: a turn back)
+                adapted[key] = (entry, seen, found[5], found[0], found[1], found[2])
+                return found[5]  # type: ignore[no-any-return]
+            out = self._adapt(entry, op)
+            adapted[key] = (entry, seen, out, found[0], found[1], found[2])
+            return out
         out = self._adapt(entry, op)
-        self.rules.adapted[key] = (entry, self.seen_ids, out)
+        adapted[key] = (entry, seen, out, None, None, None)
         return out
 
     def _adapt(self, entry: Entry, op: str) -> Entry:
@@ -220,7 +232,6 @@ class SubjectOffer(_Offer):
         fixed = {self.arg: c.id}
         a = {**self.defaults, self.arg: c.id}
         facts = table.facts
-        assert facts is not None
         try:
             check_alive(op, c)
             for test in self.at_all:
@@ -290,7 +301,6 @@ class RoomOffer(_Offer):
     def rule(self, table: RuleTable, room: Room) -> Entry:
         op = self.op
         facts = table.facts
-        assert facts is not None
         a = self.defaults
         why = _refusal(self.at_all, facts, a)
         if op.bounds is not None and why is None:

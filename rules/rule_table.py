@@ -16,6 +16,7 @@ Each op's offer says what its checks read beyond the subject (`reads`, in
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -56,14 +57,18 @@ class RuleTable:
     A cache only: a fresh table gives the same affordances (the property
     test checks it, with and without `touched`)."""
 
-    entries: dict[Any, tuple[Any, dict[str, Any]]] = attrs.Factory(dict)
+    # Each (op, subject)'s entry with what its checks read, and the ones
+    # before (`entry`).
+    entries: dict[Any, tuple[Any, dict[str, Any], Any, dict[str, Any]]] = attrs.Factory(dict)
     # Each viewer's version of an entry, by (user, op, subject): (the
-    # entry, what the viewer saw, their version).
-    adapted: dict[Any, tuple[dict[str, Any], frozenset[str], dict[str, Any]]] = attrs.Factory(dict)
+    # entry, what the viewer saw, their version), and the one before
+    # (`_Scan.adapt`, as `entry`).
+    adapted: dict[Any, tuple[Any, ...]] = attrs.Factory(dict)
     # What the last call saw, to tell what changed since.
     room: Room | None = None
-    # What the checks read of it, as `JUDGE` (with the healers kept here).
-    facts: Facts | None = None
+    # What the checks read of it, as `JUDGE` (with the healers kept here):
+    # made when an entry is worked out (`facts`), not at every call.
+    _facts: Facts | None = None
     chars: dict[str, Character] = attrs.Factory(dict)
     users: Any = None
     users_generation: int = 0
@@ -114,6 +119,9 @@ class RuleTable:
     # The characters whose entries the last call worked out again for each
     # viewer (None: all): a caller diffing two calls need look at no other.
     redone: dict[Any, set[str] | None] = attrs.Factory(dict)
+    # The players whose affordances may differ from their last ones at this
+    # call (`begin`), or None: any viewer's may. See `concerned`.
+    concerned: frozenset[str | None] | None = None
 
     def forget(self, user: Any) -> None:
         """A viewer the caller left out of a call (the server skips players
@@ -121,6 +129,15 @@ class RuleTable:
         last call's changes, so their next call works everything out."""
         for kept in (self.last, self.seen, self.room_reads, self.redone):
             kept.pop(user, None)
+
+    @property
+    def facts(self) -> Facts:
+        """What the checks read of the room the last call saw, as `JUDGE`."""
+        found = self._facts
+        if found is None or found.room is not self.room:
+            assert self.room is not None
+            found = self._facts = Facts(self.room, JUDGE, self.healers)
+        return found
 
     @property
     def healers(self) -> Collection[str]:
@@ -135,11 +152,22 @@ class RuleTable:
         return found
 
     def entry(self, key: Any, reads: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The rule entry `key` (op, subject) for what its checks read
+        (`reads`): kept while that is equal, and the one before it too, so
+        that an input that comes back (whose turn it is: T1, every round)
+        gives back the very same entry, not one worked out again."""
         found = self.entries.get(key)
-        if found is not None and (found[0] is reads or found[0] == reads):
+        if found is None:
+            out = make()
+            self.entries[key] = (reads, out, _NOTHING, out)
+            return out
+        if found[0] is reads or found[0] == reads:
             return found[1]
+        if found[2] is reads or found[2] == reads:
+            self.entries[key] = (reads, found[3], found[0], found[1])
+            return found[3]
         out = make()
-        self.entries[key] = (reads, out)
+        self.entries[key] = (reads, out, found[0], found[1])
         return out
 
     def pool(self, room: Room, op: str, test: Callable[[Character], bool]) -> list[Character]:
@@ -170,6 +198,9 @@ class RuleTable:
             if len(chars) - len(changed) != len(old):  # some went too
                 changed += [cid for cid in old if cid not in chars]
         moved = bool(changed)
+        # What a viewer sees of a character reads its owner and `shown`
+        # (rules/view.py's level): when one changes, any viewer's may.
+        seen_moved = False
         if not first:
             # A command may copy a character and change nothing the checks
             # read (a heal, a wound that leaves them standing, an end of turn
@@ -188,14 +219,12 @@ class RuleTable:
             ):
                 patients = True
                 self._retend(cid, before, after)
-            if (
-                dirty is not None
-                and before is not None
-                and after is not None
-                and before.owner != after.owner
-                and cid in self.tends
-            ):
-                dirty |= self.tends[cid]  # untend: authorize reads the healer's owner
+            if before is not None and after is not None and before.owner != after.owner:
+                seen_moved = True
+                if dirty is not None and cid in self.tends:
+                    dirty |= self.tends[cid]  # untend: authorize reads the healer's owner
+            elif before is not None and after is not None and before.shown != after.shown:
+                seen_moved = True
         if moved:
             self.chars = dict(chars)
         if patients:
@@ -232,10 +261,34 @@ class RuleTable:
                     partial |= set(old_order) ^ set(new_order)  # R4: in the combat or not
         self.combat = now
         self.room = room
-        self.facts = Facts(room, JUDGE, self.healers)
         self.dirty = dirty
         self.partial = set() if dirty is None else partial - dirty
-        self.room_now = self.room_key(room)
+        room_before, self.room_now = self.room_now, self.room_key(room)
+        if dirty is None or seen_moved or self.room_now != room_before:
+            self.concerned = None
+        else:
+            self.concerned = self._owners(room, dirty | partial)
+
+    def _owners(self, room: Room, cids: Collection[str]) -> frozenset[str | None]:
+        """The players whose affordances may change when only the entries of
+        `cids` may (and nobody's view of them, nor the room's entries):
+        a player may send nothing for a character that neither they nor its
+        healer's owner own (authorize: every per-character op of a player is
+        an owner's, OWNER_OR_GM or UNTEND, `PLAYERS_OWN_ONLY`), so no other
+        player has an entry of theirs to change. The GMs have every
+        character's: they are always concerned by a change."""
+        chars = room.characters
+        owners: set[str | None] = set()
+        for cid in cids:
+            c = chars.get(cid)
+            if c is None:
+                continue
+            owners.add(c.owner)
+            if c.healer is not None:
+                healer = chars.get(c.healer)
+                if healer is not None:
+                    owners.add(healer.owner)
+        return frozenset(owners)
 
     def _retend(self, cid: str, before: Character | None, after: Character | None) -> None:
         """Keep `tends` (each healer's patients) as `cid` changed; the
@@ -256,6 +309,7 @@ class RuleTable:
     def reset(self) -> None:
         """Forget what the last call saw (the next one works out everything)."""
         self.room = None
+        self.room_now = None
         self.chars = {}
         self.tends = {}
         self.combat = None
@@ -280,6 +334,10 @@ class RuleTable:
         return (self.generation, self.users_generation, combat, len(room.queued_rolls))
 
 
+# What no entry's checks read (`RuleTable.entry` before its second one).
+_NOTHING = object()
+
+
 # The fields of a character that no affordance reads: not the checks (the
 # hit points, the sheet: the rules read them when a command is applied, as
 # its die roll), not authorize, not the views' level; the property tests
@@ -301,11 +359,12 @@ UNREAD = frozenset(
     }
 )
 _READ = tuple(f.name for f in attrs.fields(Character) if f.name not in UNREAD)
+_read = operator.attrgetter(*_READ)  # one C call, not a getattr per field
 
 
 def _inputs(c: Character | None) -> tuple[Any, ...] | None:
     """What the affordances read of a character (all but UNREAD)."""
-    return None if c is None else tuple(getattr(c, name) for name in _READ)
+    return None if c is None else _read(c)
 
 
 # What an op's checks read, as a key (see RuleTable): the subject only...

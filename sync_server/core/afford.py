@@ -54,9 +54,12 @@ def afford_diff(
     if old is new:
         return []
     ops: list[Any] = []
-    for part in ("room", "undo"):
-        if old[part] is not new[part]:
-            ops += rules.diff(old[part], new[part], (AFFORDANCES, part))
+    if old["room"] is not new["room"]:
+        ops += rules.diff(old["room"], new["room"], (AFFORDANCES, "room"))
+    if old["undo"] is not new["undo"] and old["undo"] != new["undo"]:
+        # What an undo would revert (the GM's moves at nearly every
+        # command): one op, whole, rather than a diff of its few keys.
+        ops.append(["set", [AFFORDANCES, "undo"], new["undo"]])
     before, after = old["chars"], new["chars"]
     if before is not after:
         if len(after) * 2 < len(before):
@@ -93,25 +96,31 @@ class AffordanceCache:
         self._known_at: dict[Any, int] = {}
         # The rules' answers kept between commands (a cache: rules.RuleTable).
         self._table = rules.RuleTable()
-        self._classes_of: tuple[Any, dict[Any, rules.Viewer]] | None = None
+        self._classes_of: tuple[Any, dict[Any, rules.Viewer], dict[str, Any]] | None = None
+        # Whether the table's last answer of every known class is its kept
+        # one (not so after a rollback): only then may `after` skip a class.
+        self._synced = False
 
-    def _classes(self, room: rules.Room) -> dict[Any, rules.Viewer]:
+    def _classes(self, room: rules.Room) -> tuple[dict[Any, rules.Viewer], dict[str, Any]]:
         """One viewer per affordance class of the room's users (the first
-        GM for the GMs'), worked out again only when the users change (the
-        same `room.users` object while they do not)."""
+        GM for the GMs'), and each GM's or player's class by user, worked
+        out again only when the users change (the same `room.users` object
+        while they do not)."""
         cached = self._classes_of
         if cached is not None and cached[0] is room.users:
-            return cached[1]
+            return cached[1], cached[2]
         found: dict[Any, rules.Viewer] = {}
+        of_user: dict[str, Any] = {}
         for uid, user in room.users.items():
             if user.role not in ("gm", "player"):  # observers (and a stored role
                 continue  # outside a room's: such a user can never join)
             viewer = rules.Viewer(uid, user.role)
             cls = afford_class(viewer)
+            of_user[uid] = cls
             if cls is not None and cls not in found:
                 found[cls] = viewer
-        self._classes_of = (room.users, found)
-        return found
+        self._classes_of = (room.users, found, of_user)
+        return found, of_user
 
     def _check(
         self,
@@ -144,41 +153,100 @@ class AffordanceCache:
         none is open), and `of` works it out again when one is
         sent (a snapshot, a welcome). So a century advance that concerns
         98 players works out the affordances of the few it renders, not of
-        99 classes in one go. The rule table forgets the classes left out
-        (its kept entries of them would go stale: their next call redoes
-        them whole). Observers' never change: not kept.
+        99 classes in one go. Observers' never change: not kept.
 
-        One pass per class and no more: this runs at every command, for
-        every connected GM and player class."""
+        Of the known classes, only those the rules say may change are asked
+        (`rules.affordances_begin`: the GMs', and the players owning a
+        character whose entries may change): a heal, a minute of clock or
+        an end of turn costs the classes it concerns, not every connected
+        one. Every class is asked when the rules cannot tell, or after a
+        rollback (`restore`: the table saw versions the kept answers did
+        not)."""
+        table = self._table
+        classes, class_of = self._classes(room)
+        since = None if touched is None else (old_room, touched)
+        try:
+            concerned = rules.affordances_begin(room, table, since)
+            if concerned is None or not self._synced:
+                return self._ask_all(room, undo, unrendered, classes)
+            current = self.kept
+            after = dict(current)
+            for cls in unrendered:
+                if after.pop(cls, None) is not None:
+                    table.forget(classes[cls].user)
+            asked = {"gm"} if "gm" in after else set()
+            for user in concerned:
+                cls = class_of.get(user) if user is not None else None
+                if cls is not None and cls in after:
+                    asked.add(cls)
+            ops: dict[Any, list[Any]] = {}
+            for cls in asked:
+                self._ask(room, undo, cls, classes[cls], current.get(cls), after, ops)
+            if self.check_invariants:  # the classes not asked too: the shortcut's guard
+                for cls, now in after.items():
+                    self._check(room, classes[cls], undo, now)
+            return after, ops
+        except BaseException:
+            # The table may have moved for some classes and not others: it
+            # starts again (the next command works every class out).
+            self._table = rules.RuleTable()
+            self._synced = False
+            raise
+
+    def _ask_all(
+        self,
+        room: rules.Room,
+        undo: rules.UndoEntry | None,
+        unrendered: frozenset[Any],
+        classes: dict[Any, rules.Viewer],
+    ) -> tuple[dict[Any, dict[str, Any]], dict[Any, list[Any]]]:
+        """Every known class asked (see `after`); the table forgets the
+        others (its kept entries of them would go stale)."""
         current = self.kept
         table = self._table
-        classes: list[Any] = []
-        viewers: list[rules.Viewer] = []
-        for cls, viewer in self._classes(room).items():
-            if cls in current and cls not in unrendered:
-                classes.append(cls)
-                viewers.append(viewer)
-            else:
-                table.forget(viewer.user)
-        # What the table gave each viewer last: when that is what the room
-        # holds now (not so after a rollback), its `redone` says which
-        # characters a diff need look at.
-        before = [table.last.get(viewer.user) for viewer in viewers]
-        since = None if touched is None else (old_room, touched)
-        found = rules.affordances_for(room, viewers, undo, table, since)
         after: dict[Any, dict[str, Any]] = {}
         ops: dict[Any, list[Any]] = {}
-        for cls, viewer, was, now in zip(classes, viewers, before, found, strict=True):
-            after[cls] = now
-            self._check(room, viewer, undo, now)
-            old = current.get(cls)
-            if old is now:
-                continue  # the rules kept it whole: nothing to send
-            redone = table.redone.get(viewer.user) if was is old else None
-            changed = afford_diff(old, now, redone)
-            if changed:
-                ops[cls] = changed
+        for cls, viewer in classes.items():
+            if cls in current and cls not in unrendered:
+                self._ask(room, undo, cls, viewer, current[cls], after, ops)
+            else:
+                table.forget(viewer.user)
+        self._synced = True
         return after, ops
+
+    def _ask(
+        self,
+        room: rules.Room,
+        undo: rules.UndoEntry | None,
+        cls: Any,
+        viewer: rules.Viewer,
+        old: dict[str, Any] | None,
+        after: dict[Any, dict[str, Any]],
+        ops: dict[Any, list[Any]],
+    ) -> None:
+        """Class `cls`'s affordances now into `after`, and the ops from its
+        kept ones (`old`) into `ops` when they changed."""
+        table = self._table
+        # What the table gave the viewer last: when that is what the room
+        # holds now (not so after a rollback), its `redone` says which
+        # characters a diff need look at.
+        was = table.last.get(viewer.user)
+        now = rules.affordances_of(room, viewer, undo, table)
+        after[cls] = now
+        self._check(room, viewer, undo, now)
+        if old is now:
+            return  # the rules kept it whole: nothing to send
+        redone = table.redone.get(viewer.user) if was is old else None
+        changed = afford_diff(old, now, redone)
+        if changed:
+            ops[cls] = changed
+
+    def restore(self, kept: dict[Any, dict[str, Any]]) -> None:
+        """A rollback: the affordances kept before the batch. The rule
+        table saw the batch's versions: the next command asks every class
+        (`after`)."""
+        self.kept = kept
+        self._synced = False
 
     def of(
         self,
@@ -196,6 +264,12 @@ class AffordanceCache:
         if cls in kept:
             return kept[cls]
         table = self._table
+        # A class not kept current: what the table holds of it (and of the
+        # viewer standing for it in `after`) is older than its changes.
+        table.forget(viewer.user)
+        stands = self._classes(room)[0].get(cls)
+        if stands is not None:
+            table.forget(stands.user)
         if table.room is room:
             # The table's last call saw this room: nothing changed since for
             # the viewers it keeps, so it may answer this one (its shared
@@ -219,6 +293,9 @@ class AffordanceCache:
         if cls in self.kept:
             self.kept = {k: a for k, a in self.kept.items() if k != cls}
             self._known_at.pop(cls, None)
+            cached = self._classes_of
+            if cached is not None and cls in cached[1]:
+                self._table.forget(cached[1][cls].user)
 
     def kept_since(self, viewer: rules.Viewer, since: int, v: int) -> bool:
         """Whether `viewer`'s class has been kept current since version

@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 JSON_CODEC = CODECS[protocol.JSON]  # the larger encoding: what the size bound measures
 
+# No player left without a render of a version (the common case).
+NONE_UNRENDERED: frozenset[Any] = frozenset()
+
 # A remembered command id's (version, result, stored at, command if kept).
 DedupValue = tuple[int, dict[str, Any], float | None, tuple[Any, Any, Any] | None]
 
@@ -297,7 +300,8 @@ class CommandEvaluation:
         if cache is None:
             kept, afford_ops = None, {}
         else:
-            unrendered = frozenset(("player", u) for u in (views or {}).get("resync", ()))
+            resync = views.get("resync") if views is not None else None
+            unrendered = frozenset(("player", u) for u in resync) if resync else NONE_UNRENDERED
             kept, afford_ops = cache.after(self.room, new_room, undo_after, unrendered, touched)
         view = PatchView(patch, views, afford_ops)
         # From here on, nothing can fail.

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import attrs
 
 import rules
-from rules.view import CLASS_PUBLIC
+from rules.view import ALL_SEEING, CLASS_PUBLIC
 from sync_server.core.afford import afford_class
 from sync_server.core.views import Views, needs_snapshot, view_key, view_ops_events
 
@@ -63,23 +63,37 @@ class PatchView:
     patch: dict[str, Any]
     views: Views | None
     afford: dict[Any, list[Any]] = attrs.Factory(dict)
+    # The players among `afford`'s classes (`key`: made once, at its first
+    # player; most patches change the GM's alone, by its undo).
+    _players: frozenset[Any] | None = attrs.field(default=None, init=False)
 
     def _own(self, viewer: rules.Viewer) -> bool:
         return viewer.user is not None and viewer.user == self.patch["by"]
 
+    def _afford_players(self) -> frozenset[Any]:
+        players = self._players
+        if players is None:
+            players = self._players = frozenset(
+                cls[1] for cls in self.afford if isinstance(cls, tuple) and cls[0] == "player"
+            )
+        return players
+
     def key(self, viewer: rules.Viewer) -> ViewKey | None:
         """None: the plain patch (a viewer who sees everything, with no
         affordance of theirs changed). Asked for every viewer of every
-        patch: no call it can do without."""
-        afford = None
+        patch: no call it can do without (`afford_class` and `sees_all`
+        written out: no class made per viewer)."""
+        role, user = viewer.role, viewer.user
+        afford: Any = None
         if self.afford:
-            cls = afford_class(viewer)
-            if cls in self.afford:
-                afford = cls
-        if viewer.sees_all:
+            if role == "gm":
+                afford = "gm" if "gm" in self.afford else None
+            elif role == "player" and user in self._afford_players():
+                afford = ("player", user)
+        if role in ALL_SEEING:
             return None if afford is None else ViewKey(None, False, afford)
         seen = CLASS_PUBLIC if self.views is None else view_key(self.views, viewer)
-        own = self._own(viewer)
+        own = user is not None and user == self.patch["by"]
         if seen is CLASS_PUBLIC and not own and afford is None:
             return PUBLIC_KEY  # most viewers of most patches: one object, no tuple to build
         return ViewKey(seen, own, afford)
@@ -87,7 +101,7 @@ class PatchView:
     def needs_snapshot(self, viewer: rules.Viewer) -> bool:
         """`viewer`'s view of this version was not rendered (past the cap of
         views per version): it gets a snapshot, never this patch."""
-        return needs_snapshot(self.views, viewer)
+        return self.views is not None and needs_snapshot(self.views, viewer)
 
     def exempt(self, key: Any) -> bool:
         """Viewers who see everything (the GM) get their own frame when the

@@ -356,7 +356,7 @@ class RoomCore(CommandEvaluation, RoomReads):
             )
             self.undo = batch.undo
             if self.afford is not None and batch.afford is not None:
-                self.afford.kept = batch.afford
+                self.afford.restore(batch.afford)
             for key in batch.dedup_keys:
                 self.dedup.pop(key, None)
         return [internal(d.reply.get("id")) if d.pending else d for d in decisions]

@@ -21,8 +21,10 @@ from hypothesis import strategies as st
 
 import rules
 from client_stub.events import TEXTS, EventText
-from rules import OPS, Actor, Refused, SeededDice, Viewer, apply
-from rules.affordances import OFFERS, RuleTable, UndoEntry, affordances, affordances_for
+from rules import OPS, Actor, Refused, RuleTable, SeededDice, UndoEntry, Viewer, apply
+from rules import affordances_begin as begin
+from rules import affordances_of as asked
+from rules.affordances import OFFERS, affordances, affordances_for
 from rules.engine import authorize_undo
 from rules.errors import Conflict, Forbidden, InvalidArgs, NotFound, RuleBroken, UnknownOp
 from tests.helpers.table import SHEET, Table
@@ -326,6 +328,18 @@ def check_viewer(room, v: Viewer) -> int:
     return sent
 
 
+def random_games(test: Any) -> Any:
+    """A property test over random games (`played`): the commands, whether
+    the table's patients are tended, the dice's seed."""
+    return settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])(
+        given(
+            st.lists(st.tuples(VIEW_COMMANDS, ACTORS, st.booleans()), max_size=40),
+            st.booleans(),
+            st.integers(0, 2**32),
+        )(test)
+    )
+
+
 def played(t: Table, commands: list[Any], seed: int) -> Iterator[tuple[str, Actor, Any]]:
     """A random game on `t`: each drawn command (undo left out), aimed at
     the room's characters when drawn so, that the rules accept: (op, who
@@ -351,12 +365,7 @@ def played(t: Table, commands: list[Any], seed: int) -> Iterator[tuple[str, Acto
         yield op, actor_of[who], out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(st.tuples(VIEW_COMMANDS, ACTORS, st.booleans()), max_size=40),
-    st.booleans(),
-    st.integers(0, 2**32),
-)
+@random_games
 def test_offered_actions_are_accepted_and_the_others_refused_with_their_reason(
     commands, tended, seed
 ):
@@ -388,12 +397,7 @@ def check_all(t: Table, table: RuleTable) -> None:
             assert_no_secret({"affordances": affordances(t.room, v)}, None, state, v)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(st.tuples(VIEW_COMMANDS, ACTORS, st.booleans()), max_size=40),
-    st.booleans(),
-    st.integers(0, 2**32),
-)
+@random_games
 def test_the_table_told_what_each_command_touched_equals_a_fresh_one(commands, tended, seed):
     """The server's path (AffordanceCache.after): after each command the
     table is told the characters it touched (`Outcome.touched`) and works
@@ -418,6 +422,34 @@ def test_the_table_told_what_each_command_touched_equals_a_fresh_one(commands, t
                 changed = {c for c in changed if old["chars"].get(c) != new["chars"].get(c)}
                 assert changed <= redone, (op, v)
         before = after
+
+
+@random_games
+def test_only_the_concerned_players_are_asked_and_every_answer_equals_a_fresh_one(
+    commands, tended, seed
+):
+    """The server's shortcut (AffordanceCache.after): after each command
+    `affordances_begin` names the players whose answers may change (or
+    None: anyone's), and only they and the GMs are asked; every other
+    player keeps their last answer, the very same object. Every viewer's
+    answer, asked or kept, equals a fresh call's."""
+    t = secret_table(tended)
+    table = RuleTable()
+    viewers = [v for v in all_viewers(t).values() if v.role in ("gm", "player")]
+    undo = None
+    answers = affordances_for(t.room, viewers, undo, table)
+    kept = {v.user: a for v, a in zip(viewers, answers, strict=True)}
+    for op, actor, out in played(t, commands, seed):
+        undo = UndoEntry(len(commands), op, actor.user)
+        concerned = begin(out.room, table, (t.room, out.touched))
+        t.room = out.room
+        for v in viewers:
+            if concerned is None or v.role == "gm" or v.user in concerned:
+                kept[v.user] = asked(t.room, v, undo, table)
+            else:
+                assert table.last[v.user] is kept[v.user]
+            assert kept[v.user] == affordances(t.room, v, undo), (op, v, concerned)
+        event("anyone's" if concerned is None else f"{len(concerned)} owners concerned")
 
 
 def test_T1_an_end_of_turn_redoes_the_two_combatants_only():
