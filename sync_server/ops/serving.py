@@ -32,9 +32,10 @@ GC_THRESHOLDS = (50_000, 50, 100)
 # CPython, it is: a middle pass walks all that tables and clients that
 # just joined allocated (1.2 s with 1,200 tables joining on a loaded 2-core
 # machine), and every full pass walks all of it (~200 ms over ~500 MB), a
-# pause of every room each time (docs/performance.md, "the collector and
-# capacity"). So this often the loop freezes what the heap holds (a list
-# splice: no walk), and the passes walk only what came after. A young pass
+# pause of every room each time. So this often the loop freezes what the
+# heap holds (a list splice: no walk), and the passes walk only what came
+# after (docs/performance.md,
+# "Performance III (issue 36): the collector and capacity"). A young pass
 # before each freeze would walk what every command replaced since (the
 # rooms' copy-on-write state and answers: 80-350 ms every 2 s at 1,800-
 # 2,400 tables), which is why it freezes without one.
