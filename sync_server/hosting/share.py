@@ -13,8 +13,9 @@ a `Budget`: its steps on the loop (`Metered`) and the evaluation of a big
 room's commands in a thread (`metered_call`). The budget refills at `share`
 seconds per second, up to `burst`. A room in debt waits before its next
 item, but only while another room within its own budget has work
-(`LoopShare`). A room alone on the node may use all of it, and two heavy
-rooms never wait for each other (the node would idle). A room of normal
+(`LoopShare`). A room alone on the node may use all of it, owing nothing
+for it later, and two heavy rooms never wait for each other (the node
+would idle). A room of normal
 play spends a few percent of its share: the wait is for a room that would
 otherwise take the whole node.
 
@@ -154,6 +155,12 @@ class RoomMeter:
             return 0.0
         self.loop_share.withdraw(self.room)
         if not self.loop_share.others_active(self.room, now):
+            # Alone on the node: what it spent kept no room waiting, so it
+            # is not owed. Carried, a room's seconds of work alone (a big
+            # room built, a century cycle or ten) came due at once when
+            # another room had a command: the room then waited 0.5 s at
+            # every turn for seconds (its GM's undo 1.1 s, issue 36).
+            self.budget.credit = 0.0
             return 0.0
         return self.budget.pause(now, self.max_pause)
 
