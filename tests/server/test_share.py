@@ -111,6 +111,22 @@ def test_what_a_room_spent_alone_is_not_owed_when_another_room_comes() -> None:
     assert heavy.turn() == 0.0  # its burst refilled meanwhile: within its share
 
 
+def test_a_neighbour_seen_lately_keeps_the_debt_owed() -> None:
+    """An item longer than the share's window (a century: 60-90 ms) does
+    not make a room alone: its debt is kept while another room had work
+    within ROOM_DEBT_FORGIVEN_SECONDS, and paid at its next turn."""
+    clock = [10.0]
+    share = LoopShare(window=0.05)
+    heavy, light = meter("heavy", share, clock), meter("light", share, clock)
+    light.submitted()
+    clock[0] += 0.08
+    heavy.add(0.15)
+    assert heavy.turn() == 0.0  # the light room's work is older than the window
+    light.submitted()
+    heavy.add(0.0)
+    assert heavy.turn() == pytest.approx(0.4)  # 0.10 s of debt, kept
+
+
 def test_two_rooms_past_their_share_never_wait_for_each_other() -> None:
     """The node would idle: a room in debt does not count as having work."""
     clock = [10.0]
