@@ -336,6 +336,9 @@ def report(runs: dict[str, list[dict[str, dict[str, float]]]]) -> None:
                 for n in ratio_cols
             )
             print(f"{label:36}{cells}{ratios}")
+            if key.endswith("_max_ms") and len(runs[first]) > 1:
+                worst = "".join(f"{max(r[part][key] for r in runs[n]):12.1f}" for n in names)
+                print(f"{'  max of every round':36}{worst}")
 
 
 def main() -> None:

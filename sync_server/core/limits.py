@@ -258,6 +258,14 @@ ROOM_SHARE_WINDOW_SECONDS = 0.05
 # The longest a room in debt waits at once before its next item: a queue
 # that long never stalls, and its debt is paid back over a few turns.
 ROOM_MAX_PAUSE_SECONDS = 0.5
+# A room whose worker saw no other room's work for this long owes nothing
+# for what it spent meanwhile (alone on the node, it kept nobody waiting).
+# Carried, seconds of work alone (a big room built, then century cycles)
+# came due at once when another room had a command: 0.5 s of pause at
+# every turn for seconds, its GM's undo 1.1-7 s (issue 36). Longer than a
+# few of a heavy room's items (a century: 60-90 ms), so that a neighbour
+# sending now and then is still seen between them.
+ROOM_DEBT_FORGIVEN_SECONDS = 1.0
 
 # --- Rooms ----------------------------------------------------------------
 
@@ -468,6 +476,7 @@ FIXED = {
     "EXPORT_CHUNK_VERSIONS": "cost",
     "IMPORT_SLICE_VERSIONS": "cost",
     "ROOM_MAX_PAUSE_SECONDS": "cost",
+    "ROOM_DEBT_FORGIVEN_SECONDS": "cost",
     "OFF_LOOP_SWITCH_SECONDS": "cost",
     # Secrets' sizes: never lowered by a configuration.
     "TOKEN_BYTES": "secret",

@@ -13,8 +13,9 @@ a `Budget`: its steps on the loop (`Metered`) and the evaluation of a big
 room's commands in a thread (`metered_call`). The budget refills at `share`
 seconds per second, up to `burst`. A room in debt waits before its next
 item, but only while another room within its own budget has work
-(`LoopShare`). A room alone on the node may use all of it, and two heavy
-rooms never wait for each other (the node would idle). A room of normal
+(`LoopShare`). A room alone on the node may use all of it (alone for a
+while, it owes nothing for it later), and two heavy rooms never wait for
+each other (the node would idle). A room of normal
 play spends a few percent of its share: the wait is for a room that would
 otherwise take the whole node.
 
@@ -37,7 +38,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from sync_server.core.limits import OFF_LOOP_SWITCH_SECONDS
+from sync_server.core.limits import OFF_LOOP_SWITCH_SECONDS, ROOM_DEBT_FORGIVEN_SECONDS
 
 T = TypeVar("T")
 
@@ -100,9 +101,12 @@ class LoopShare:
         elif self._prev[0] == room:
             self._prev = (room, float("-inf"))
 
-    def others_active(self, room: str, now: float) -> bool:
+    def others_active(self, room: str, now: float, window: float | None = None) -> bool:
+        """Whether another room had work within `window` seconds (by
+        default the share's)."""
+        within = self.window if window is None else window
         return any(
-            who is not None and who != room and now - at <= self.window
+            who is not None and who != room and now - at <= within
             for who, at in (self._last, self._prev)
         )
 
@@ -120,8 +124,10 @@ class RoomMeter:
         burst: float,
         max_pause: float,
         now: Callable[[], float] = time.monotonic,
+        forgive_after: float = ROOM_DEBT_FORGIVEN_SECONDS,
     ) -> None:
         self.room = room
+        self.forgive_after = forgive_after
         self.loop_share = loop_share
         self.budget = None if share is None or share <= 0 else Budget(share, burst)
         self.max_pause = max_pause
@@ -154,6 +160,10 @@ class RoomMeter:
             return 0.0
         self.loop_share.withdraw(self.room)
         if not self.loop_share.others_active(self.room, now):
+            if not self.loop_share.others_active(self.room, now, self.forgive_after):
+                # Alone on the node for a while: what it spent kept no room
+                # waiting, so it is not owed (ROOM_DEBT_FORGIVEN_SECONDS).
+                self.budget.credit = 0.0
             return 0.0
         return self.budget.pause(now, self.max_pause)
 

@@ -126,7 +126,8 @@ class Barrier:
 @attrs.define
 class Resync:
     """A subscriber past a patch's cap of views (bus.Message.admit): it gets
-    a snapshot of its view, one per turn of the loop."""
+    a snapshot of its view, one per turn of the loop. Not queued: the host
+    holds such subscribers beside its queue (RoomHost._next)."""
 
     sink: Subscriber
 

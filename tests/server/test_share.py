@@ -87,10 +87,44 @@ def test_a_room_in_debt_waits_only_while_a_room_within_its_share_has_work() -> N
     assert heavy.turn() == 0.0  # alone on the node: it may use all of it
     light.submitted()  # another room has work, and is within its share
     heavy.add(0.01)
-    assert heavy.turn() == 0.5  # 0.26 s of debt at 0.25/s: the cap
+    assert heavy.turn() == pytest.approx(0.04)  # 0.01 s of debt at 0.25/s
+    heavy.add(0.30)
+    assert heavy.turn() == 0.5  # 0.31 s of debt: the cap
     clock[0] += 0.06  # the light room had no work for longer than the window
     heavy.add(0.0)
     assert heavy.turn() == 0.0
+
+
+def test_what_a_room_spent_alone_is_not_owed_when_another_room_comes() -> None:
+    """Issue 36: seconds of work alone (a big room built, century cycles)
+    were carried as debt, and paid at 0.5 s a turn once another room had
+    a command: the big room's GM waited over a second for each answer."""
+    clock = [10.0]
+    share = LoopShare(window=0.05)
+    heavy, light = meter("heavy", share, clock), meter("light", share, clock)
+    for _ in range(30):  # 3 s of work alone
+        heavy.add(0.1)
+        assert heavy.turn() == 0.0
+        clock[0] += 0.1
+    light.submitted()
+    heavy.add(0.001)
+    assert heavy.turn() == 0.0  # its burst refilled meanwhile: within its share
+
+
+def test_a_neighbour_seen_lately_keeps_the_debt_owed() -> None:
+    """An item longer than the share's window (a century: 60-90 ms) does
+    not make a room alone: its debt is kept while another room had work
+    within ROOM_DEBT_FORGIVEN_SECONDS, and paid at its next turn."""
+    clock = [10.0]
+    share = LoopShare(window=0.05)
+    heavy, light = meter("heavy", share, clock), meter("light", share, clock)
+    light.submitted()
+    clock[0] += 0.08
+    heavy.add(0.15)
+    assert heavy.turn() == 0.0  # the light room's work is older than the window
+    light.submitted()
+    heavy.add(0.0)
+    assert heavy.turn() == pytest.approx(0.4)  # 0.10 s of debt, kept
 
 
 def test_two_rooms_past_their_share_never_wait_for_each_other() -> None:
