@@ -27,9 +27,52 @@ from sync_server.ops import settings
 GC_THRESHOLDS = (50_000, 50, 100)
 
 
+# The long-lived heap (rooms, sessions, their logs in memory: ~300 KiB a
+# table) should not be walked by the collector again and again. Left to
+# CPython, it is: a middle pass walks all that tables and clients that
+# just joined allocated (1.2 s with 1,200 tables joining on a loaded 2-core
+# machine), and every full pass walks all of it (~200 ms over ~500 MB), a
+# pause of every room each time. So this often the loop freezes what the
+# heap holds (a list splice: no walk), and the passes walk only what came
+# after (docs/performance.md,
+# "Performance III (issue 36): the collector and capacity"). A young pass
+# before each freeze would walk what every command replaced since (the
+# rooms' copy-on-write state and answers: 80-350 ms every 2 s at 1,800-
+# 2,400 tables), which is why it freezes without one.
+FREEZE_SECONDS = 1.0
+# Frozen objects are still freed by reference counting, but a cycle among
+# them is not: an unloaded room and a closed session leave such cycles (a
+# task and its frames, callbacks, back references), and commands leave a
+# few (54 objects over 20 joins and 200 commands here). This often the
+# frozen heap is thawed and collected whole, once, so that what they left
+# is freed: one full pass at this cadence, a bound on what is held.
+THAW_SECONDS = 600.0
+
+
+def thaw() -> None:
+    """Collect the whole heap frozen so far, then freeze what survived."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+async def keep_frozen(clock: Any) -> None:
+    """Freeze the heap every FREEZE_SECONDS, `thaw` it every THAW_SECONDS,
+    until cancelled."""
+    thawed = clock.monotonic()
+    while True:
+        await clock.sleep(FREEZE_SECONDS)
+        if clock.monotonic() - thawed >= THAW_SECONDS:
+            thaw()
+            thawed = clock.monotonic()
+        else:
+            gc.freeze()
+
+
 def tune_gc() -> None:
     """Freeze what start-up allocated (modules, config) out of the collector's
-    scans, and collect the young generation less often (GC_THRESHOLDS)."""
+    scans, and collect the young generation less often (GC_THRESHOLDS);
+    `serve` then keeps what lives long frozen (`keep_frozen`)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
@@ -82,6 +125,7 @@ async def serve(
         await srv.close()
         return 2
     redact.add(srv.admin_token)
+    freezer = asyncio.create_task(keep_frozen(srv.clock))
     try:
         if srv.admin_token_generated:
             where = config.data_dir / "admin_token"
@@ -124,5 +168,6 @@ async def serve(
                     await stop.wait()
         out.say("vtt-sync shutting down", event="stopping")
     finally:
+        freezer.cancel()
         await srv.close()
     return 0
