@@ -61,7 +61,9 @@ OPS = (
             example={"char": "c1", "ability": "con", "amount": 2},
             rules="A1, A2",
         ),
-        events=("ability", "condition"),
+        # Con damage that kills ends a rest and the character's tending
+        # (conditions.become: R4, L4), as any death does.
+        events=("ability", "rest", "tend", "condition"),
         chars=("char",),
     ),
     Op(
