@@ -97,17 +97,13 @@ for (const generation of [12, 13]) {
     await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
     const fired = [];
     for (const hook of ["combatTurn", "combatRound"]) t.gm.client.Hooks.on(hook, () => fired.push(hook));
-    const cid = t.world.addCombat({});
-    const combat = t.gm.client.combat(cid);
-    await combat.createEmbeddedDocuments("Combatant", [
+    const combat = await t.startCombat([
       { actorId: aline, initiative: 20 },
       { actorId: gorgol, initiative: 10 },
     ]);
-    await combat.startCombat();
-    await t.settle();
     // The start keeps sfrpg's own flags beside the module's.
-    assert.deepEqual(t.world.combats.get(cid).flags.sfrpg, { startTime: CALENDAR, combatType: "normal", phase: 0 });
-    assert.equal(t.world.combats.get(cid).flags["vtt-sync"].room, t.room);
+    assert.deepEqual(t.world.combats.get(combat.id).flags.sfrpg, { startTime: CALENDAR, combatType: "normal", phase: 0 });
+    assert.equal(t.world.combats.get(combat.id).flags["vtt-sync"].room, t.room);
     assert.equal(t.state.clock, 0);
     for (let i = 0; i < 6; i++) {
       await combat.nextTurn();

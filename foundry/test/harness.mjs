@@ -181,6 +181,17 @@ export class Table {
     return id;
   }
 
+  /** A combat of the GM's with `combatants` ({actorId, initiative}), started
+   * as the GM's Begin Combat does (Combat#startCombat), once the table
+   * settled: the combat document, as the GM's client holds it. */
+  async startCombat(combatants) {
+    const combat = this.gm.client.combat(this.world.addCombat({}));
+    await combat.createEmbeddedDocuments("Combatant", combatants);
+    await combat.startCombat();
+    await this.settle();
+    return combat;
+  }
+
   /** Every hook error, module error and unexpected notification, for a clean end. */
   problems({ allow = [] } = {}) {
     const out = [];

@@ -293,14 +293,10 @@ test("a dead character is left out of the server's combat, as the server's comba
   await t.watcher.command("advance_clock", { seconds: 12 }); // PP run out: dead
   await t.settle();
   assert.equal(t.state.characters[cg].condition, "dead");
-  const cid = t.world.addCombat({});
-  const combat = t.gm.client.combat(cid);
-  await combat.createEmbeddedDocuments("Combatant", [
+  const combat = await t.startCombat([
     { actorId: aline, initiative: 20 },
     { actorId: gorgol, initiative: 10 },
   ]);
-  await combat.startCombat();
-  await t.settle();
   assert.deepEqual(t.state.combat.order, [ca]);
   await combat.nextTurn(); // Gorgol's turn in Foundry: nothing for the server
   await combat.nextTurn(); // round 2

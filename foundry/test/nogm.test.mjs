@@ -20,15 +20,12 @@ async function dyingGorgol(opts) {
   await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
   const [ca, cg] = [`fvtt-${aline}`, `fvtt-${gorgol}`];
   await t.watcher.command("damage", { char: cg, amount: 35 });
-  const cid = t.world.addCombat({});
-  await t.gm.client.combat(cid).createEmbeddedDocuments("Combatant", [
+  const combat = await t.startCombat([
     { actorId: aline, initiative: 20 },
     { actorId: gorgol, initiative: 10 },
   ]);
-  await t.gm.client.combat(cid).startCombat();
-  await t.settle();
   assert.deepEqual(t.state.combat, { order: [ca, cg], turn: 0, round: 1 });
-  return { t, cid, ca, cg };
+  return { t, cid: combat.id, ca, cg };
 }
 
 const texts = (tab) => tab.client.notifications.map((n) => n.text);

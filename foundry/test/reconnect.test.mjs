@@ -20,14 +20,10 @@ test("reconnection resumes: one notice, commands made meanwhile applied once, cl
     await t.gm.mod.sheets.link(t.gm.client.actor(aline));
     await t.gm.mod.sheets.link(t.gm.client.actor(gorgol));
     const [ca, cg] = [`fvtt-${aline}`, `fvtt-${gorgol}`];
-    const cid = t.world.addCombat({});
-    const combat = t.gm.client.combat(cid);
-    await combat.createEmbeddedDocuments("Combatant", [
+    const combat = await t.startCombat([
       { actorId: aline, initiative: 20 },
       { actorId: gorgol, initiative: 10 },
     ]);
-    await combat.startCombat();
-    await t.settle();
     const before = t.watcher.version;
 
     t.watcher.close();
