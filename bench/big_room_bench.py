@@ -50,10 +50,9 @@ from bench.harness import (
     open_peer,
     pipelined,
     start_tree,
-    stop_server,
 )
 from bench.isolation_bench import CENTURY
-from bench.server_bench import ADMIN_TOKEN, SHEET, cpu_seconds, parse_trees, pct
+from bench.server_bench import ADMIN_TOKEN, SHEET, cpu_seconds, parse_trees, pct, stop_server
 
 PLAYERS = 98  # (a): each with a view class of their own
 PATIENTS_PER_PLAYER = 2  # (a): 196 tended patients

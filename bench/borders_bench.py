@@ -47,7 +47,7 @@ from typing import Any
 
 from bench.isolation_bench import CENTURY, century_and_undo, start_tree
 from bench.memory_bench import rss_mib
-from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct
+from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct, stop_server
 
 PATIENTS = 64  # room B: stable patients, so a century advance makes ~50 KB of events
 B_VERSIONS = 500  # room B's century advances and undos: the history's 500
@@ -314,8 +314,7 @@ def one_run(seconds: float, attacks: tuple[str, ...], tree: str | None) -> dict[
 
             return asyncio.run(run())
         finally:
-            proc.terminate()
-            proc.wait(10)
+            stop_server(proc)
 
 
 def report(name: str, run: dict[str, Any]) -> None:

@@ -75,7 +75,6 @@ from bench.harness import (
     pipelined,
     rss_kb,
     start_tree,
-    stop_server,
 )
 from bench.server_bench import (
     ADMIN_TOKEN,
@@ -86,6 +85,7 @@ from bench.server_bench import (
     gc_passes,
     hello,
     pct,
+    stop_server,
 )
 from sync_server.testing.postgres import admin_dsn, create_database, drop_database
 

@@ -36,15 +36,6 @@ def start_tree(
     return start(args, r"listening on (ws://[^\s\"]+)", env, log, cwd=tree)
 
 
-def stop_server(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
-
-
 async def pipelined(
     peer: Peer, calls: Iterable[tuple[str, str, dict[str, Any]]], window: int = SETUP_WINDOW
 ) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
 from bench.harness import start_tree
-from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct
+from bench.server_bench import ADMIN_TOKEN, SHEET, Peer, hello, pct, stop_server
 from sync_server.wire import protocol
 
 B_VERSIONS = 1200
@@ -235,8 +235,7 @@ def one_run(seconds: float, loads: tuple[str, ...], tree: str | None = None) -> 
 
             return asyncio.run(run())
         finally:
-            proc.terminate()
-            proc.wait(10)
+            stop_server(proc)
 
 
 def report(name: str, runs: list[dict[str, float]], loads: tuple[str, ...]) -> None:

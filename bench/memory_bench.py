@@ -45,6 +45,7 @@ from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
 import rules
+from bench.server_bench import stop_server
 from sync_server.core.auth import hash_token
 from sync_server.storage import AdminRecord, VersionRecord
 from sync_server.storage.sqlite import SqliteStorage
@@ -167,14 +168,6 @@ async def settle() -> None:
     await asyncio.sleep(1.0)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 async def opened(url: str, rooms: list[str], clients: int, pid: int) -> tuple[float, float]:
     """Connect, wait, measure RSS and the time to open; then close."""
     t0 = time.perf_counter()
@@ -248,7 +241,7 @@ def commands_phase(n: int) -> None:
             time.sleep(1.0)
             after = rss_mib(proc.pid)
         finally:
-            stop(proc)
+            stop_server(proc)
         proc, url, _ = start_server(data)
         try:
             time.sleep(1.0)
@@ -257,7 +250,7 @@ def commands_phase(n: int) -> None:
             time.sleep(0.5)
             loaded = rss_mib(proc.pid)
         finally:
-            stop(proc)
+            stop_server(proc)
     print(f"one room, {n} commands ({n / took:.0f}/s):")
     print(f"  RSS {before:.1f} MiB before, {after:.1f} MiB after (+{after - before:.1f} MiB)")
     print(
@@ -345,7 +338,7 @@ def stalled_phase(n: int) -> None:
             time.sleep(1.0)
             before, peak, after = asyncio.run(stalled_phase_run(url, n, proc.pid))
         finally:
-            stop(proc)
+            stop_server(proc)
     print(f"{n} sockets that read nothing, one room, its GM publishing for 8 s:")
     print(f"  RSS {before:.1f} MiB before, {peak:.1f} MiB at the peak, {after:.1f} MiB 3 s after")
 
@@ -388,7 +381,7 @@ def main() -> None:
             sample = random.Random(1).sample(range(ns.rooms), 100)
             rss_100, t_100 = asyncio.run(opened(url, [f"room{i}" for i in sample], 1, proc.pid))
         finally:
-            stop(proc)
+            stop_server(proc)
         print(f"start-up with {ns.rooms} rooms: {startup:.2f} s to listening (target < 5 s)")
         print(f"  RSS after start-up:               {rss_start:8.1f} MiB (target < 1024 MiB)")
         print(
@@ -404,7 +397,7 @@ def main() -> None:
             rooms = [f"room{i}" for i in range(ns.idle_rooms)]
             after, _ = asyncio.run(opened(url, rooms, ns.clients, proc.pid))
         finally:
-            stop(proc)
+            stop_server(proc)
         per_room = (after - before) / ns.idle_rooms
         print(
             f"memory per room with {ns.clients} idle clients ({ns.idle_rooms} rooms):"

@@ -112,6 +112,17 @@ def start(
         raise RuntimeError(f"server did not start: {args}\n{f.read()[-2000:]}")
 
 
+def stop_server(proc: subprocess.Popen) -> None:
+    """Stop a server `start` started: asked first (SIGTERM: it closes its
+    rooms and storage), killed if it has not exited within 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 class Peer:
     """One client: a connection, when each version arrived, and (for the GM,
     who needs the combat to send end_turn) a mirror of the state."""
@@ -446,8 +457,7 @@ def one_run(kind: str, ns: argparse.Namespace) -> dict[str, float]:
             out = asyncio.run(drive(url, tokens, ns.seconds, kind == "relay", proc.pid, ns.rate))
             return {**out, "gc_max_ms": longest_gc_pass(gc_log, began, time.time()) * 1e3}
         finally:
-            proc.terminate()
-            proc.wait(10)
+            stop_server(proc)
             if profiler is not None:
                 profiler.wait(10)
 

@@ -28,7 +28,7 @@ import tempfile
 from collections import Counter
 from typing import Any
 
-from bench.server_bench import ADMIN_TOKEN, drive, load_options, setup_vtt, start
+from bench.server_bench import ADMIN_TOKEN, drive, load_options, setup_vtt, start, stop_server
 
 
 def spread(data: str) -> str:
@@ -68,8 +68,7 @@ def one_run(workers: int, ns: argparse.Namespace) -> dict[str, Any]:
             result["spread"] = spread(data) if workers else str(ns.rooms)
             return result
         finally:
-            proc.terminate()
-            proc.wait(30)
+            stop_server(proc)
 
 
 COLUMNS = (
