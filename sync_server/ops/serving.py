@@ -14,6 +14,7 @@ import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from sync_server.clock import Clock
 from sync_server.hosting.config import Config
 from sync_server.observe import logs
 from sync_server.ops import settings
@@ -56,7 +57,7 @@ def thaw() -> None:
     gc.freeze()
 
 
-async def keep_frozen(clock: Any) -> None:
+async def keep_frozen(clock: Clock) -> None:
     """Freeze the heap every FREEZE_SECONDS, `thaw` it every THAW_SECONDS,
     until cancelled."""
     thawed = clock.monotonic()
